@@ -1,0 +1,420 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Helpers shared by the numa selftests.  Everything comes from sysfs and
+ * procfs so the tests build and run without libnuma or hwloc.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+
+#include "numa_util.h"
+
+#define NODE_SYSFS	"/sys/devices/system/node"
+#define CPU_SYSFS	"/sys/devices/system/cpu"
+
+int nu_read_str(const char *path, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	while (n > 0 && isspace((unsigned char)buf[n - 1]))
+		buf[--n] = '\0';
+	return n;
+}
+
+long long nu_read_ll(const char *path)
+{
+	char buf[64];
+
+	if (nu_read_str(path, buf, sizeof(buf)) <= 0)
+		return -1;
+	return strtoll(buf, NULL, 0);
+}
+
+int nu_write_str(const char *path, const char *val)
+{
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -errno;
+	n = write(fd, val, strlen(val));
+	close(fd);
+	return n < 0 ? -errno : 0;
+}
+
+/*
+ * Parse a kernel list ("0-3,8,10-11") into @out; returns the number of
+ * entries, or -1 on a malformed list.  Entries beyond @max are dropped.
+ */
+int nu_parse_list(const char *s, int *out, int max)
+{
+	int n = 0;
+
+	while (*s) {
+		char *end;
+		long a, b;
+
+		if (*s == ',' || isspace((unsigned char)*s)) {
+			s++;
+			continue;
+		}
+		a = strtol(s, &end, 10);
+		if (end == s || a < 0)
+			return -1;
+		b = a;
+		if (*end == '-') {
+			s = end + 1;
+			b = strtol(s, &end, 10);
+			if (end == s || b < a)
+				return -1;
+		}
+		for (; a <= b; a++)
+			if (n < max)
+				out[n++] = a;
+		s = end;
+	}
+	return n;
+}
+
+static bool in_list(const int *v, int n, int x)
+{
+	for (int i = 0; i < n; i++)
+		if (v[i] == x)
+			return true;
+	return false;
+}
+
+/* Read a list file; a missing file yields @dflt entries 0..dflt-1. */
+static int read_list(const char *path, int *out, int max, int dflt)
+{
+	char buf[4096];
+
+	if (nu_read_str(path, buf, sizeof(buf)) < 0) {
+		for (int i = 0; i < dflt && i < max; i++)
+			out[i] = i;
+		return dflt < max ? dflt : max;
+	}
+	return nu_parse_list(buf, out, max);
+}
+
+static int mems_allowed(int *out, int max)
+{
+	char line[4096];
+	int n = -1;
+	FILE *f;
+
+	f = fopen("/proc/self/status", "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "Mems_allowed_list:", 18)) {
+			n = nu_parse_list(line + 18, out, max);
+			break;
+		}
+	}
+	fclose(f);
+	return n;
+}
+
+/* First CPU of @cpu's SMT sibling list: a key naming its core. */
+static int core_key(int cpu)
+{
+	char path[128], buf[256];
+	int sib[NU_MAX_CPUS];
+
+	snprintf(path, sizeof(path), CPU_SYSFS "/cpu%d/topology/thread_siblings_list",
+		 cpu);
+	if (nu_read_str(path, buf, sizeof(buf)) <= 0 ||
+	    nu_parse_list(buf, sib, NU_MAX_CPUS) <= 0)
+		return cpu;
+	return sib[0];
+}
+
+static void node_cpus(struct nu_node *nd, const cpu_set_t *aff, bool numa)
+{
+	static int list[NU_MAX_CPUS], keys[NU_MAX_CPUS];
+	int nr, nk = 0, i;
+	char path[128];
+
+	if (numa) {
+		snprintf(path, sizeof(path), NODE_SYSFS "/node%d/cpulist", nd->id);
+		nr = read_list(path, list, NU_MAX_CPUS, 0);
+	} else {
+		nr = 0;
+		for (i = 0; i < CPU_SETSIZE && nr < NU_MAX_CPUS; i++)
+			if (CPU_ISSET(i, aff))
+				list[nr++] = i;
+	}
+	nd->nr_cpus = 0;
+	/* One CPU per core first, then the SMT siblings. */
+	for (i = 0; i < nr; i++) {
+		int key;
+
+		if (!CPU_ISSET(list[i], aff))
+			continue;
+		key = core_key(list[i]);
+		if (in_list(keys, nk, key))
+			continue;
+		keys[nk++] = key;
+		nd->cpus[nd->nr_cpus++] = list[i];
+	}
+	nd->nr_cores = nd->nr_cpus;
+	for (i = 0; i < nr; i++)
+		if (CPU_ISSET(list[i], aff) &&
+		    !in_list(nd->cpus, nd->nr_cpus, list[i]))
+			nd->cpus[nd->nr_cpus++] = list[i];
+}
+
+int nu_topo_read(struct nu_topo *t)
+{
+	int ids[NU_MAX_NODES], cpu[NU_MAX_NODES], mem[NU_MAX_NODES];
+	int allowed[NU_MAX_NODES];
+	int nr_ids, nr_cpu, nr_mem, nr_allowed;
+	bool numa = access(NODE_SYSFS, F_OK) == 0;
+	cpu_set_t aff;
+
+	memset(t, 0, sizeof(*t));
+	if (sched_getaffinity(0, sizeof(aff), &aff))
+		return -errno;
+
+	nr_ids = read_list(NODE_SYSFS "/online", ids, NU_MAX_NODES, 1);
+	nr_cpu = read_list(NODE_SYSFS "/has_cpu", cpu, NU_MAX_NODES, 1);
+	nr_mem = read_list(NODE_SYSFS "/has_memory", mem, NU_MAX_NODES, 1);
+	nr_allowed = mems_allowed(allowed, NU_MAX_NODES);
+	if (nr_ids <= 0)
+		return -ENOENT;
+
+	for (int i = 0; i < nr_ids; i++) {
+		struct nu_node *nd = &t->node[t->nr_nodes++];
+
+		nd->id = ids[i];
+		nd->has_cpu = in_list(cpu, nr_cpu, nd->id);
+		nd->has_memory = in_list(mem, nr_mem, nd->id);
+		nd->allowed = nr_allowed < 0 || in_list(allowed, nr_allowed, nd->id);
+		node_cpus(nd, &aff, numa);
+		if (nd->has_memory && nd->allowed)
+			t->nr_mem_nodes++;
+		if (nd->has_cpu && nd->has_memory && nd->allowed && nd->nr_cpus)
+			t->eligible[t->nr_eligible++] = i;
+	}
+	return 0;
+}
+
+struct nu_node *nu_node_by_id(struct nu_topo *t, int id)
+{
+	for (int i = 0; i < t->nr_nodes; i++)
+		if (t->node[i].id == id)
+			return &t->node[i];
+	return NULL;
+}
+
+long nu_mbind(void *addr, unsigned long len, int mode,
+	      const unsigned long *nodemask, unsigned long maxnode,
+	      unsigned int flags)
+{
+	return syscall(__NR_mbind, addr, len, mode, nodemask, maxnode, flags);
+}
+
+long nu_set_mempolicy(int mode, const unsigned long *nodemask,
+		      unsigned long maxnode)
+{
+	return syscall(__NR_set_mempolicy, mode, nodemask, maxnode);
+}
+
+long nu_get_mempolicy(int *mode, unsigned long *nodemask,
+		      unsigned long maxnode, void *addr, unsigned long flags)
+{
+	return syscall(__NR_get_mempolicy, mode, nodemask, maxnode, addr, flags);
+}
+
+long nu_move_pages(int pid, unsigned long count, void **pages,
+		   const int *nodes, int *status, int flags)
+{
+	return syscall(__NR_move_pages, pid, count, pages, nodes, status, flags);
+}
+
+long nu_migrate_pages(int pid, unsigned long maxnode,
+		      const unsigned long *old_nodes,
+		      const unsigned long *new_nodes)
+{
+	return syscall(__NR_migrate_pages, pid, maxnode, old_nodes, new_nodes);
+}
+
+int nu_read_numastat(int node, struct nu_numastat *ns)
+{
+	char path[128], key[64];
+	unsigned long long val;
+	FILE *f;
+
+	memset(ns, 0, sizeof(*ns));
+	snprintf(path, sizeof(path), NODE_SYSFS "/node%d/numastat", node);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	while (fscanf(f, "%63s %llu", key, &val) == 2) {
+		if (!strcmp(key, "numa_hit"))
+			ns->numa_hit = val;
+		else if (!strcmp(key, "numa_miss"))
+			ns->numa_miss = val;
+		else if (!strcmp(key, "local_node"))
+			ns->local_node = val;
+		else if (!strcmp(key, "other_node"))
+			ns->other_node = val;
+	}
+	fclose(f);
+	return 0;
+}
+
+long long nu_node_memfree_kb(int node)
+{
+	char path[128], line[256];
+	long long kb = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), NODE_SYSFS "/node%d/meminfo", node);
+	f = fopen(path, "r");
+	if (!f)
+		f = fopen("/proc/meminfo", "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = strstr(line, "MemFree:");
+
+		if (p) {
+			kb = strtoll(p + 8, NULL, 10);
+			break;
+		}
+	}
+	fclose(f);
+	return kb;
+}
+
+long long nu_vmstat(const char *name)
+{
+	char key[128];
+	unsigned long long val;
+	long long ret = -1;
+	FILE *f;
+
+	f = fopen("/proc/vmstat", "r");
+	if (!f)
+		return -1;
+	while (fscanf(f, "%127s %llu", key, &val) == 2) {
+		if (!strcmp(key, name)) {
+			ret = val;
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+bool nu_in_vm(void)
+{
+	char line[4096];
+	bool vm = false;
+	FILE *f;
+
+	f = fopen("/proc/cpuinfo", "r");
+	if (!f)
+		return false;
+	while (!vm && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "flags", 5) && strstr(line, " hypervisor"))
+			vm = true;
+	fclose(f);
+	return vm;
+}
+
+static int read_cpu_times(unsigned long long *busy, unsigned long long *total)
+{
+	unsigned long long v[10] = { 0 };
+	FILE *f;
+	int n;
+
+	f = fopen("/proc/stat", "r");
+	if (!f)
+		return -1;
+	n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu",
+		   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7],
+		   &v[8], &v[9]);
+	fclose(f);
+	if (n < 4)
+		return -1;
+	*total = 0;
+	for (int i = 0; i < 8; i++)
+		*total += v[i];
+	*busy = *total - v[3] - v[4];	/* minus idle and iowait */
+	return 0;
+}
+
+/* Share of all CPUs' time that was busy over the next @ms milliseconds. */
+double nu_busy_fraction(unsigned int ms)
+{
+	unsigned long long b0, t0, b1, t1;
+
+	if (read_cpu_times(&b0, &t0))
+		return -1;
+	usleep(ms * 1000);
+	if (read_cpu_times(&b1, &t1) || t1 == t0)
+		return -1;
+	return (double)(b1 - b0) / (double)(t1 - t0);
+}
+
+double nu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+double nu_median(double *v, int n)
+{
+	if (n <= 0)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n & 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double nu_min(const double *v, int n)
+{
+	double m = n ? v[0] : 0;
+
+	for (int i = 1; i < n; i++)
+		if (v[i] < m)
+			m = v[i];
+	return m;
+}
+
+double nu_max(const double *v, int n)
+{
+	double m = n ? v[0] : 0;
+
+	for (int i = 1; i < n; i++)
+		if (v[i] > m)
+			m = v[i];
+	return m;
+}

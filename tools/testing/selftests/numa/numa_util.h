@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers shared by the numa selftests: NUMA and CPU topology read from
+ * sysfs, raw system call wrappers for the memory policy and migration
+ * calls (no libnuma), per-node counters and small statistics.
+ */
+#ifndef __SELFTESTS_NUMA_UTIL_H
+#define __SELFTESTS_NUMA_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sched.h>
+
+#define NU_MAX_NODES	64
+#define NU_MAX_CPUS	1024
+
+/* One NUMA node as the tests see it. */
+struct nu_node {
+	int id;			/* node number */
+	bool has_cpu;		/* listed in node/has_cpu */
+	bool has_memory;	/* listed in node/has_memory */
+	bool allowed;		/* in this task's Mems_allowed */
+	int nr_cpus;		/* usable CPUs: node cpulist ∩ affinity */
+	int cpus[NU_MAX_CPUS];	/* those CPUs, one per core first */
+	int nr_cores;		/* leading entries of cpus[] on distinct cores */
+};
+
+/* The machine: every possible node, and which are eligible for a test. */
+struct nu_topo {
+	int nr_nodes;			/* entries in node[] */
+	struct nu_node node[NU_MAX_NODES];
+	int nr_eligible;		/* nodes with CPUs, memory, allowed */
+	int eligible[NU_MAX_NODES];	/* indices into node[] */
+	int nr_mem_nodes;		/* nodes with memory, allowed */
+};
+
+int nu_topo_read(struct nu_topo *t);
+struct nu_node *nu_node_by_id(struct nu_topo *t, int id);
+int nu_parse_list(const char *s, int *out, int max);
+
+/* Raw system calls, named so they never clash with libnuma. */
+long nu_mbind(void *addr, unsigned long len, int mode,
+	      const unsigned long *nodemask, unsigned long maxnode,
+	      unsigned int flags);
+long nu_set_mempolicy(int mode, const unsigned long *nodemask,
+		      unsigned long maxnode);
+long nu_get_mempolicy(int *mode, unsigned long *nodemask,
+		      unsigned long maxnode, void *addr, unsigned long flags);
+long nu_move_pages(int pid, unsigned long count, void **pages,
+		   const int *nodes, int *status, int flags);
+long nu_migrate_pages(int pid, unsigned long maxnode,
+		      const unsigned long *old_nodes,
+		      const unsigned long *new_nodes);
+
+/* Per-node allocation counters from nodeN/numastat. */
+struct nu_numastat {
+	uint64_t numa_hit;	/* allocations satisfied on the intended node */
+	uint64_t numa_miss;	/* allocated here, intended elsewhere */
+	uint64_t local_node;	/* allocated here by a CPU of this node */
+	uint64_t other_node;	/* allocated here by a CPU of another node */
+};
+
+int nu_read_numastat(int node, struct nu_numastat *ns);
+long long nu_node_memfree_kb(int node);
+
+/* Small file helpers. */
+int nu_read_str(const char *path, char *buf, size_t len);
+long long nu_read_ll(const char *path);
+int nu_write_str(const char *path, const char *val);
+long long nu_vmstat(const char *name);
+
+/* Environment. */
+bool nu_in_vm(void);
+double nu_busy_fraction(unsigned int ms);
+double nu_now(void);
+
+/* Statistics over doubles; the array is sorted in place. */
+double nu_median(double *v, int n);
+double nu_min(const double *v, int n);
+double nu_max(const double *v, int n);
+
+#endif /* __SELFTESTS_NUMA_UTIL_H */
