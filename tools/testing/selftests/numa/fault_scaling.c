@@ -390,7 +390,8 @@ static int run_point(int n, enum work work, struct result *r)
 		set_phase(sh, PH_MEASURE);
 		numastat_sum(&l0, &a0);
 		read_idle(&i0, &t0);
-		start = last = nu_now();
+		start = nu_now();
+		last = start;
 		prev = total_ops(sh, n);
 		for (int i = 0; i < n; i++)
 			wr[i] = __atomic_load_n(&slot_of(sh, i)->ops, __ATOMIC_RELAXED);
@@ -404,7 +405,7 @@ static int run_point(int n, enum work work, struct result *r)
 				rates[nr_rates++] = (now_ops - prev) / (t - last);
 			prev = now_ops;
 			last = t;
-		} while (last - start < secs - 1e-3);
+		} while (last - start < secs - 0.001);
 		end = last;
 		for (int i = 0; i < n; i++)
 			wr[i] = (__atomic_load_n(&slot_of(sh, i)->ops,
@@ -763,6 +764,10 @@ static void report_env(double busy)
 		       opt.reps);
 }
 
+/* will-it-scale runtest.py / LKP columns first, then ours. */
+#define CSV_HEADER \
+	"tasks,processes,processes_idle,threads,threads_idle,linear,nodes,node_width,speedup,efficiency,stime_ns_per_op,faults_per_op,local_frac,min_worker,median_worker,spread,control"
+
 static void write_csv(void)
 {
 	FILE *f = fopen(opt.csv, "w");
@@ -771,9 +776,7 @@ static void write_csv(void)
 		ksft_print_msg("cannot write %s: %s\n", opt.csv, strerror(errno));
 		return;
 	}
-	fprintf(f, "tasks,processes,processes_idle,threads,threads_idle,linear,"
-		"nodes,node_width,speedup,efficiency,stime_ns_per_op,faults_per_op,"
-		"local_frac,min_worker,median_worker,spread,control\n");
+	fputs(CSV_HEADER "\n", f);
 	for (int p = 0; p < nr_points; p++) {
 		double t = MED(p, ops_s), t1 = MED(0, ops_s);
 		double idle = MED(p, idle) * 100;
