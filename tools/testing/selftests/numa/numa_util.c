@@ -3,6 +3,9 @@
  * Helpers shared by the numa selftests.  Everything comes from sysfs and
  * procfs so the tests build and run without libnuma or hwloc.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
