@@ -618,7 +618,7 @@ static void plan_sweep(void)
 
 			if (!nd || !nd->has_cpu || !nd->has_memory || !nd->allowed ||
 			    !nd->nr_cpus)
-				ksft_exit_skip("node %d is not usable (needs CPUs and memory we may use)\n",
+				ksft_exit_skip("node %d unusable: needs CPUs and allowed memory\n",
 					       opt.user_nodes[i]);
 			nodes[nr++] = nd - topo.node;
 		}
@@ -789,12 +789,23 @@ static void report_env(double busy)
 	uname(&u);
 	nu_read_str("/sys/kernel/mm/transparent_hugepage/enabled", thp, sizeof(thp));
 	nu_read_str("/proc/sys/kernel/numa_balancing", nb, sizeof(nb));
-	ksft_print_msg("env kernel=%s nodes=%d eligible=%d used=%d W=%d mode=%s thp=%s system_thp=\"%s\" numa_balancing=%s virt=%s busy=%.0f%% region=%luMiB reps=%d membind=%d\n",
-		       u.release, topo.nr_nodes, topo.nr_eligible, nr_nodes_used,
+	ksft_print_msg(FMT_ENV, u.release, topo.nr_nodes, topo.nr_eligible, nr_nodes_used,
 		       width, opt.threads ? "thread" : "process", thp_name(), thp,
 		       nb, nu_in_vm() ? "yes" : "no", busy * 100, opt.region >> 20,
 		       opt.reps, opt.membind);
 }
+
+/* Diagnostic and CSV line formats, each kept on one line for grep. */
+#define FMT_ENV \
+	"env kernel=%s nodes=%d eligible=%d used=%d W=%d mode=%s thp=%s system_thp=\"%s\" numa_balancing=%s virt=%s busy=%.0f%% region=%luMiB reps=%d membind=%d\n"
+#define FMT_REP \
+	"rep=%d tasks=%d nodes=%d ops_s=%.0f per_task=%.0f min_task=%.0f stime_ns_op=%.0f faults_op=%.3f%s local=%.3f idle=%.1f%% control_ops_s=%.0f\n"
+#define FMT_POINT \
+	"point tasks=%d nodes=%d mode=%s thp=%s ops_s=%.0f per_task=%.0f S=%.2f E=%.3f A=%s stime_ns_op=%.0f faults_op=%.3f local=%.3f spread=%.2f\n"
+#define FMT_COST \
+	"cost tasks=%d stime_ns_op=%.0f C=%.2f faults_s_per_node=%.0f\n"
+#define FMT_CSV \
+	"%d,%.0f,%.1f,%.0f,%.1f,%.0f,%d,%d,%.3f,%.3f,%.0f,%.3f,%.4f,%.0f,%.0f,%.3f,%.0f\n"
 
 /* will-it-scale runtest.py / LKP columns first, then ours. */
 #define CSV_HEADER \
@@ -814,8 +825,7 @@ static void write_csv(void)
 		double idle = MED(p, idle) * 100;
 		int n = points[p];
 
-		fprintf(f, "%d,%.0f,%.1f,%.0f,%.1f,%.0f,%d,%d,%.3f,%.3f,%.0f,%.3f,%.4f,%.0f,%.0f,%.3f,%.0f\n",
-			n, opt.threads ? 0 : t, opt.threads ? 0 : idle,
+		fprintf(f, FMT_CSV, n, opt.threads ? 0 : t, opt.threads ? 0 : idle,
 			opt.threads ? t : 0, opt.threads ? idle : 0,
 			points[0] == 1 ? t1 * n : 0, point_nodes(n), width,
 			t1 > 0 ? t / t1 : 0, t1 > 0 ? t / t1 / n : 0,
@@ -865,8 +875,7 @@ int main(int argc, char **argv)
 				ksft_exit_fail_msg("workers failed at %d workers\n", n);
 			if (opt.control && !run_point(n, WORK_CONTROL, &ctl))
 				x->ctl_ops_s = ctl.ops_s;
-			ksft_print_msg("rep=%d tasks=%d nodes=%d ops_s=%.0f per_task=%.0f min_task=%.0f stime_ns_op=%.0f faults_op=%.3f%s local=%.3f idle=%.1f%% control_ops_s=%.0f\n",
-				       r, n, point_nodes(n), x->ops_s, x->ops_s / n,
+			ksft_print_msg(FMT_REP, r, n, point_nodes(n), x->ops_s, x->ops_s / n,
 				       x->worker_min, x->stime_ns_op, x->faults_op,
 				       x->perf ? "(perf)" : "(rusage)", x->local,
 				       x->idle * 100, x->ctl_ops_s);
@@ -884,8 +893,7 @@ int main(int argc, char **argv)
 
 		if (n > width && n % width == 0 && tw > 0)
 			snprintf(a, sizeof(a), "%.2f", t / (tw * (n / width)));
-		ksft_print_msg("point tasks=%d nodes=%d mode=%s thp=%s ops_s=%.0f per_task=%.0f S=%.2f E=%.3f A=%s stime_ns_op=%.0f faults_op=%.3f local=%.3f spread=%.2f\n",
-			       n, k, opt.threads ? "thread" : "process", thp_name(), t,
+		ksft_print_msg(FMT_POINT, n, k, opt.threads ? "thread" : "process", thp_name(), t,
 			       t / n, t1 > 0 ? t / t1 : 0, t1 > 0 ? t / t1 / n : 0, a,
 			       MED(p, stime_ns_op), MED(p, faults_op), MED(p, local),
 			       spread(p));
@@ -899,13 +907,13 @@ int main(int argc, char **argv)
 
 		ksft_print_msg("faults per touch at 1 worker: %.3f\n", f);
 		if (opt.thp != THP_NOHUGE) {
-			ksft_test_result_skip("faults_per_touch: THP mode %s, %.3f faults per touch is not checked\n",
+			ksft_test_result_skip("faults_per_touch: THP %s: %.3f, unchecked\n",
 					      thp_name(), f);
 		} else if (f > 1.5) {
-			ksft_test_result_fail("faults_per_touch: %.3f faults per touched page (expected 1)\n",
+			ksft_test_result_fail("faults_per_touch: %.3f per page, not 1\n",
 					      f);
 		} else if (f < 0.9 || f > 1.1) {
-			ksft_test_result_skip("faults_per_touch: %.3f, large folios in play; bounds below are report-only\n",
+			ksft_test_result_skip("faults_per_touch: %.3f: large folios\n",
 					      f);
 		} else {
 			granular = true;
@@ -939,10 +947,10 @@ int main(int argc, char **argv)
 		else if (worst >= 0.90)
 			ksft_test_result_pass("local_allocation\n");
 		else if (worst_best < 0.75)
-			ksft_test_result_fail("local_allocation: only %.3f of allocations local at %d workers\n",
+			ksft_test_result_fail("local_allocation: %.3f local at %d workers\n",
 					      worst, at);
 		else
-			ksft_test_result_skip("local_allocation: %.3f at %d workers, between the 0.75 and 0.90 bounds (numa_balancing=%s)\n",
+			ksft_test_result_skip("local_allocation: %.3f at %d, numa_balancing=%s\n",
 					      worst, at, nb);
 	}
 
@@ -988,7 +996,7 @@ int main(int argc, char **argv)
 			const char *why;
 
 			if (pk < 0 || wi < 0) {
-				ksft_test_result_skip("node_additivity_%d: point %d not in the sweep\n",
+				ksft_test_result_skip("node_additivity_%d: no point %d\n",
 						      k, k * width);
 				continue;
 			}
@@ -1044,10 +1052,10 @@ int main(int argc, char **argv)
 		if (!ni)
 			ksft_test_result_skip("worker_fairness: no point with two workers\n");
 		else if (why && !starved)
-			ksft_test_result_skip("worker_fairness: min/median %.2f at %d workers; %s\n",
+			ksft_test_result_skip("worker_fairness: min/med %.2f at %d; %s\n",
 					      worst, at, why);
 		else if (starved || worst < 0.25)
-			ksft_test_result_fail("worker_fairness: slowest worker at %.2f of the median at %d workers\n",
+			ksft_test_result_fail("worker_fairness: slowest %.2f of median at %d\n",
 					      worst, at);
 		else
 			ksft_test_result_pass("worker_fairness\n");
@@ -1063,8 +1071,7 @@ int main(int argc, char **argv)
 				if (res[r][p].ops_s <= 0)
 					stalled = points[p];
 		for (int p = 0; p < nr_points; p++)
-			ksft_print_msg("cost tasks=%d stime_ns_op=%.0f C=%.2f faults_s_per_node=%.0f\n",
-				       points[p], MED(p, stime_ns_op),
+			ksft_print_msg(FMT_COST, points[p], MED(p, stime_ns_op),
 				       c1 > 0 ? MED(p, stime_ns_op) / c1 : 0,
 				       MED(p, ops_s) * MED(p, faults_op) /
 				       point_nodes(points[p]));

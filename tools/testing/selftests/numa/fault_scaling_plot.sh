@@ -29,6 +29,9 @@ while [ "$w" -gt 0 ] && [ "$i" -lt "$maxt" ]; do
 	i=$((i + w))
 done
 
+# processes column, or threads when the sweep ran threads
+ops="(\$$procs > 0 ? \$$procs : \$$thr)"
+
 gnuplot <<EOT
 set terminal pngcairo size 900,700
 set output '$png'
@@ -40,7 +43,7 @@ set ylabel 'ops/s (pages touched)'
 set yrange [0:*]
 set format y '%.0s%c'
 $bounds
-plot '$csv' every ::1 using $tasks:(\$$procs > 0 ? \$$procs : \$$thr) with linespoints pt 7 title 'total'
+plot '$csv' every ::1 using $tasks:$ops with linespoints pt 7 title 'total'
 set ylabel 'efficiency T(N)/(N T(1))'
 set xlabel 'workers (dashed: node boundaries)'
 set format y '%.2f'
