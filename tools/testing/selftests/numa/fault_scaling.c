@@ -58,6 +58,18 @@
 #define REGION_STRIDE	(1UL << 34)	/* per thread in thread mode */
 #define CHECK_EVERY	64		/* pages between looks at the phase */
 
+/* Diagnostic and CSV line formats, each kept on one line for grep. */
+#define FMT_ENV \
+	"env kernel=%s nodes=%d eligible=%d used=%d W=%d mode=%s thp=%s system_thp=\"%s\" numa_balancing=%s virt=%s busy=%.0f%% region=%luMiB reps=%d membind=%d\n"
+#define FMT_REP \
+	"rep=%d tasks=%d nodes=%d ops_s=%.0f per_task=%.0f min_task=%.0f stime_ns_op=%.0f faults_op=%.3f%s local=%.3f idle=%.1f%% control_ops_s=%.0f\n"
+#define FMT_POINT \
+	"point tasks=%d nodes=%d mode=%s thp=%s ops_s=%.0f per_task=%.0f S=%.2f E=%.3f A=%s stime_ns_op=%.0f faults_op=%.3f local=%.3f spread=%.2f\n"
+#define FMT_COST \
+	"cost tasks=%d stime_ns_op=%.0f C=%.2f faults_s_per_node=%.0f\n"
+#define FMT_CSV \
+	"%d,%.0f,%.1f,%.0f,%.1f,%.0f,%d,%d,%.3f,%.3f,%.0f,%.3f,%.4f,%.0f,%.0f,%.3f,%.0f\n"
+
 enum phase { PH_WAIT, PH_WARM, PH_MEASURE, PH_STOP };
 enum thp_mode { THP_NOHUGE, THP_HUGE, THP_SYSTEM };
 enum work { WORK_FAULT, WORK_CONTROL };
@@ -794,18 +806,6 @@ static void report_env(double busy)
 		       nb, nu_in_vm() ? "yes" : "no", busy * 100, opt.region >> 20,
 		       opt.reps, opt.membind);
 }
-
-/* Diagnostic and CSV line formats, each kept on one line for grep. */
-#define FMT_ENV \
-	"env kernel=%s nodes=%d eligible=%d used=%d W=%d mode=%s thp=%s system_thp=\"%s\" numa_balancing=%s virt=%s busy=%.0f%% region=%luMiB reps=%d membind=%d\n"
-#define FMT_REP \
-	"rep=%d tasks=%d nodes=%d ops_s=%.0f per_task=%.0f min_task=%.0f stime_ns_op=%.0f faults_op=%.3f%s local=%.3f idle=%.1f%% control_ops_s=%.0f\n"
-#define FMT_POINT \
-	"point tasks=%d nodes=%d mode=%s thp=%s ops_s=%.0f per_task=%.0f S=%.2f E=%.3f A=%s stime_ns_op=%.0f faults_op=%.3f local=%.3f spread=%.2f\n"
-#define FMT_COST \
-	"cost tasks=%d stime_ns_op=%.0f C=%.2f faults_s_per_node=%.0f\n"
-#define FMT_CSV \
-	"%d,%.0f,%.1f,%.0f,%.1f,%.0f,%d,%d,%.3f,%.3f,%.0f,%.3f,%.4f,%.0f,%.0f,%.3f,%.0f\n"
 
 /* will-it-scale runtest.py / LKP columns first, then ours. */
 #define CSV_HEADER \
