@@ -1,0 +1,560 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Per-stage timing of page migration.
+ *
+ * The hooks in mm/migrate.c and mm/filemap.c call in here only while
+ * migrate_stages_key is raised: by "echo 1 > /sys/kernel/debug/mm/
+ * migrate_stages", or by enabling one of the mm_migrate_batch,
+ * mm_migrate_folio and mm_migration_entry_wait tracepoints.  Durations
+ * are summed into the migrate_stage_ctx of the running batch (for the
+ * per-batch tracepoint) and, while the debugfs switch is on, into per-CPU
+ * counters and log2 histograms per stage and migration reason, which the
+ * debugfs file folds and prints.  See Documentation/mm/migrate_stages.rst.
+ */
+#include <linux/debugfs.h>
+#include <linux/log2.h>
+#include <linux/math64.h>
+#include <linux/migrate.h>
+#include <linux/migrate_stages.h>
+#include <linux/mm.h>
+#include <linux/mutex.h>
+#include <linux/percpu.h>
+#include <linux/sched.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+#include <trace/events/migrate.h>
+
+#define MS_BUCKETS	32		/* log2(ns): 0, [1,2), .. [2^30, inf) */
+#define MS_NO_REASON	MR_TYPES	/* fault side, or no batch to name one */
+#define MS_REASONS	(MR_TYPES + 1)
+#define MS_WINDOW_SLOTS	512		/* folios per batch whose WINDOW is timed */
+
+DEFINE_STATIC_KEY_FALSE(migrate_stages_key);
+
+/* One CPU's share of the statistics; updated with preemption off. */
+struct migrate_stage_cpu {
+	u64 count[MS_REASONS][NR_MIGRATE_STAGES];	/* timed events */
+	u64 sum_ns[MS_REASONS][NR_MIGRATE_STAGES];	/* their total ns */
+	u64 max_ns[NR_MIGRATE_STAGES];			/* longest event */
+	u32 hist[MS_REASONS][NR_MIGRATE_STAGES][MS_BUCKETS]; /* log2(ns) */
+	u64 bytes_copied;	/* bytes moved by COPY */
+	u64 batches;		/* batches timed */
+	u64 folios;		/* folios unmapped by those batches */
+	u64 flushes;		/* batched TLB flushes that had work */
+	u64 flush_cpus;		/* CPUs those flushes targeted (x86) */
+};
+
+/* All CPUs folded together, built for each read of the debugfs file. */
+struct migrate_stage_sum {
+	u64 count[MS_REASONS][NR_MIGRATE_STAGES];	/* timed events */
+	u64 sum_ns[MS_REASONS][NR_MIGRATE_STAGES];	/* their total ns */
+	u64 max_ns[NR_MIGRATE_STAGES];			/* longest event */
+	u64 hist[NR_MIGRATE_STAGES][MS_BUCKETS];	/* all reasons */
+	u64 bytes_copied;	/* as in migrate_stage_cpu */
+	u64 batches;
+	u64 folios;
+	u64 flushes;
+	u64 flush_cpus;
+};
+
+static const char * const ms_stage_names[NR_MIGRATE_STAGES] = {
+	[MIGRATE_STAGE_ALLOC]		= "alloc",
+	[MIGRATE_STAGE_LOCK]		= "lock",
+	[MIGRATE_STAGE_WB_WAIT]		= "wb_wait",
+	[MIGRATE_STAGE_UNMAP]		= "unmap",
+	[MIGRATE_STAGE_FLUSH]		= "flush",
+	[MIGRATE_STAGE_COPY]		= "copy",
+	[MIGRATE_STAGE_MAPPING]		= "mapping",
+	[MIGRATE_STAGE_REMAP]		= "remap",
+	[MIGRATE_STAGE_WINDOW]		= "window",
+	[MIGRATE_STAGE_FAULT_WAIT]	= "fault_wait",
+	[MIGRATE_STAGE_BATCH]		= "batch",
+};
+
+static const char * const ms_reason_names[MS_REASONS] = {
+	[MR_COMPACTION]		= "compaction",
+	[MR_MEMORY_FAILURE]	= "memory_failure",
+	[MR_MEMORY_HOTPLUG]	= "memory_hotplug",
+	[MR_SYSCALL]		= "syscall_or_cpuset",
+	[MR_MEMPOLICY_MBIND]	= "mempolicy_mbind",
+	[MR_NUMA_MISPLACED]	= "numa_misplaced",
+	[MR_CONTIG_RANGE]	= "contig_range",
+	[MR_LONGTERM_PIN]	= "longterm_pin",
+	[MR_DEMOTION]		= "demotion",
+	[MR_DAMON]		= "damon",
+	[MS_NO_REASON]		= "none",
+};
+
+/* Guards ms_debugfs_on and the allocation of ms_stats. */
+static DEFINE_MUTEX(ms_lock);
+static bool ms_debugfs_on;
+/* Allocated on first enable, never freed; NULL until then. */
+static struct migrate_stage_cpu __percpu *ms_stats;
+
+static inline u64 ms_now(void)
+{
+	return ktime_get_mono_fast_ns();
+}
+
+static inline u64 ms_since(u64 t0)
+{
+	u64 now = ms_now();
+
+	return now > t0 ? now - t0 : 0;
+}
+
+/* Histogram bucket of a duration: 0 for 0 ns, else ilog2(ns) + 1, capped. */
+static unsigned int ms_bucket(u64 ns)
+{
+	if (!ns)
+		return 0;
+	return min_t(unsigned int, ilog2(ns) + 1, MS_BUCKETS - 1);
+}
+
+/* Largest duration a bucket holds; the last bucket is open-ended. */
+static u64 ms_bucket_limit(unsigned int b)
+{
+	if (!b)
+		return 0;
+	if (b >= MS_BUCKETS - 1)
+		return U64_MAX;
+	return (1ULL << b) - 1;
+}
+
+/*
+ * The @pct-th percentile of a histogram, as the upper limit of the bucket
+ * it falls in, never above @max (the largest value seen).
+ */
+static u64 ms_percentile(const u64 *hist, unsigned int pct, u64 max)
+{
+	u64 total = 0, target, seen = 0;
+	unsigned int b;
+
+	for (b = 0; b < MS_BUCKETS; b++)
+		total += hist[b];
+	if (!total)
+		return 0;
+	target = max_t(u64, 1, div_u64(total * pct + 99, 100));
+	for (b = 0; b < MS_BUCKETS; b++) {
+		seen += hist[b];
+		if (seen >= target)
+			break;
+	}
+	return min(ms_bucket_limit(b), max);
+}
+
+static void ms_account(struct migrate_stage_cpu *s, unsigned int reason,
+		       enum migrate_stage stage, u64 ns)
+{
+	if (reason >= MS_REASONS)
+		reason = MS_NO_REASON;
+	s->count[reason][stage]++;
+	s->sum_ns[reason][stage] += ns;
+	s->hist[reason][stage][ms_bucket(ns)]++;
+	if (ns > s->max_ns[stage])
+		s->max_ns[stage] = ns;
+}
+
+static void ms_merge(struct migrate_stage_sum *sum,
+		     const struct migrate_stage_cpu *s)
+{
+	int r, st, b;
+
+	for (r = 0; r < MS_REASONS; r++) {
+		for (st = 0; st < NR_MIGRATE_STAGES; st++) {
+			sum->count[r][st] += s->count[r][st];
+			sum->sum_ns[r][st] += s->sum_ns[r][st];
+			for (b = 0; b < MS_BUCKETS; b++)
+				sum->hist[st][b] += s->hist[r][st][b];
+		}
+	}
+	for (st = 0; st < NR_MIGRATE_STAGES; st++)
+		sum->max_ns[st] = max(sum->max_ns[st], s->max_ns[st]);
+	sum->bytes_copied += s->bytes_copied;
+	sum->batches += s->batches;
+	sum->folios += s->folios;
+	sum->flushes += s->flushes;
+	sum->flush_cpus += s->flush_cpus;
+}
+
+/* This CPU's counters while the debugfs switch is on, else NULL. */
+static struct migrate_stage_cpu *ms_get_cpu(void)
+{
+	struct migrate_stage_cpu __percpu *st = READ_ONCE(ms_stats);
+
+	if (!st || !READ_ONCE(ms_debugfs_on))
+		return NULL;
+	preempt_disable();
+	return this_cpu_ptr(st);
+}
+
+static void ms_put_cpu(struct migrate_stage_cpu *s)
+{
+	if (s)
+		preempt_enable();
+}
+
+static void ms_record(unsigned int reason, enum migrate_stage stage, u64 ns)
+{
+	struct migrate_stage_cpu *s = ms_get_cpu();
+
+	if (s)
+		ms_account(s, reason, stage, ns);
+	ms_put_cpu(s);
+}
+
+static void ms_ctx_add(struct migrate_stage_ctx *ctx, enum migrate_stage stage,
+		       u64 ns)
+{
+	ctx->ns[stage] += ns;
+	ctx->count[stage]++;
+}
+
+static void ms_stage_done(enum migrate_stage stage, u64 ns)
+{
+	struct migrate_stage_ctx *ctx = current->migrate_stage_ctx;
+
+	if (ctx)
+		ms_ctx_add(ctx, stage, ns);
+	ms_record(ctx ? ctx->reason : MS_NO_REASON, stage, ns);
+}
+
+void __migrate_stage_end(enum migrate_stage stage, u64 t0)
+{
+	ms_stage_done(stage, ms_since(t0));
+}
+
+void __migrate_stage_copied(u64 t0, size_t bytes)
+{
+	struct migrate_stage_ctx *ctx = current->migrate_stage_ctx;
+	struct migrate_stage_cpu *s;
+
+	ms_stage_done(MIGRATE_STAGE_COPY, ms_since(t0));
+	if (ctx)
+		ctx->bytes_copied += bytes;
+	s = ms_get_cpu();
+	if (s)
+		s->bytes_copied += bytes;
+	ms_put_cpu(s);
+}
+
+void __migrate_stage_unmapped(u64 t0, int nr_ptes)
+{
+	struct migrate_stage_ctx *ctx = current->migrate_stage_ctx;
+
+	ms_stage_done(MIGRATE_STAGE_UNMAP, ms_since(t0));
+	if (ctx) {
+		ctx->nr_ptes += max(nr_ptes, 0);
+		ctx->last_unmap = t0;
+	}
+}
+
+/* How many CPUs the pending batched flush will interrupt. */
+static unsigned int ms_flush_breadth(void)
+{
+#if defined(CONFIG_ARCH_WANT_BATCHED_UNMAP_TLB_FLUSH) && defined(CONFIG_X86)
+	return cpumask_weight(&current->tlb_ubc.arch.cpumask);
+#else
+	return 0;
+#endif
+}
+
+u64 __migrate_stage_flush_begin(void)
+{
+#ifdef CONFIG_ARCH_WANT_BATCHED_UNMAP_TLB_FLUSH
+	struct migrate_stage_ctx *ctx = current->migrate_stage_ctx;
+	unsigned int cpus;
+	struct migrate_stage_cpu *s;
+
+	if (!current->tlb_ubc.flush_required)
+		return 0;
+	cpus = ms_flush_breadth();
+	if (ctx) {
+		ctx->nr_flushes++;
+		ctx->flush_cpus += cpus;
+	}
+	s = ms_get_cpu();
+	if (s) {
+		s->flushes++;
+		s->flush_cpus += cpus;
+	}
+	ms_put_cpu(s);
+	return ms_now() ?: 1;
+#else
+	return 0;
+#endif
+}
+
+void __migrate_stage_batch_begin(struct migrate_stage_ctx *ctx, int mode,
+				 int reason)
+{
+	memset(ctx, 0, sizeof(*ctx));
+	ctx->mode = mode;
+	ctx->reason = reason;
+	/* No reclaim from here: we may be in compaction or reclaim already. */
+	ctx->t_unmap = kmalloc_array(MS_WINDOW_SLOTS, sizeof(*ctx->t_unmap),
+				     GFP_NOWAIT | __GFP_NOWARN);
+	ctx->cap_unmapped = ctx->t_unmap ? MS_WINDOW_SLOTS : 0;
+	ctx->prev = current->migrate_stage_ctx;
+	current->migrate_stage_ctx = ctx;
+	ctx->start = ms_now() ?: 1;
+}
+
+void __migrate_stage_batch_end(struct migrate_stage_ctx *ctx)
+{
+	u64 total = ms_since(ctx->start);
+	struct migrate_stage_cpu *s;
+
+	current->migrate_stage_ctx = ctx->prev;
+	ms_ctx_add(ctx, MIGRATE_STAGE_BATCH, total);
+	ms_record(ctx->reason, MIGRATE_STAGE_BATCH, total);
+	s = ms_get_cpu();
+	if (s) {
+		s->batches++;
+		s->folios += ctx->nr_folios;
+	}
+	ms_put_cpu(s);
+	trace_mm_migrate_batch(ctx, total);
+	kfree(ctx->t_unmap);
+	ctx->t_unmap = NULL;
+	ctx->start = 0;
+}
+
+/* Note when the next unmapped folio lost its PTEs (@now if unknown). */
+static void ms_folio_unmapped(struct migrate_stage_ctx *ctx, u64 now)
+{
+	if (ctx->nr_unmapped < ctx->cap_unmapped)
+		ctx->t_unmap[ctx->nr_unmapped] = ctx->last_unmap ?: now;
+	ctx->nr_unmapped++;
+	ctx->nr_folios++;
+	ctx->last_unmap = 0;
+}
+
+void __migrate_stage_folio_unmapped(struct migrate_stage_ctx *ctx)
+{
+	ms_folio_unmapped(ctx, ms_now());
+}
+
+void __migrate_stage_folio_move_begin(struct migrate_stage_ctx *ctx,
+				      struct folio *src, struct folio *dst)
+{
+	ctx->cur_src_pfn = folio_pfn(src);
+	ctx->cur_dst_pfn = folio_pfn(dst);
+	ctx->cur_order = folio_order(src);
+}
+
+/*
+ * The @idx-th folio unmapped by the batch has been moved (or given up)
+ * and its source unlocked at @now.  Only the first pass keeps the unmap
+ * order, so WINDOW is timed for folios that succeed there; later passes
+ * are counted as retried.  Returns the window, 0 if not timed.
+ */
+static u64 ms_folio_moved(struct migrate_stage_ctx *ctx, unsigned int idx,
+			  int pass, int rc, u64 now)
+{
+	u64 window;
+
+	if (pass) {
+		ctx->nr_retried++;
+		return 0;
+	}
+	if (rc != MIGRATEPAGE_SUCCESS || idx >= ctx->cap_unmapped ||
+	    idx >= ctx->nr_unmapped)
+		return 0;
+	window = now > ctx->t_unmap[idx] ? now - ctx->t_unmap[idx] : 0;
+	ms_ctx_add(ctx, MIGRATE_STAGE_WINDOW, window);
+	ctx->window_max = max(ctx->window_max, window);
+	return window;
+}
+
+void __migrate_stage_folio_moved(struct migrate_stage_ctx *ctx,
+				 unsigned int idx, int pass, int rc)
+{
+	u64 window = ms_folio_moved(ctx, idx, pass, rc, ms_now());
+
+	if (window)
+		ms_record(ctx->reason, MIGRATE_STAGE_WINDOW, window);
+	trace_mm_migrate_folio(ctx->cur_src_pfn, ctx->cur_dst_pfn,
+			       ctx->cur_order, pass, rc, window);
+}
+
+void __migrate_stage_fault_wait(unsigned long pfn, u64 t0)
+{
+	u64 ns = ms_since(t0);
+
+	ms_record(MS_NO_REASON, MIGRATE_STAGE_FAULT_WAIT, ns);
+	trace_mm_migration_entry_wait(pfn, ns);
+}
+
+int migrate_stages_trace_reg(void)
+{
+	static_branch_inc(&migrate_stages_key);
+	return 0;
+}
+
+void migrate_stages_trace_unreg(void)
+{
+	static_branch_dec(&migrate_stages_key);
+}
+
+static void ms_reset(void)
+{
+	int cpu;
+
+	if (!ms_stats)
+		return;
+	for_each_possible_cpu(cpu)
+		memset(per_cpu_ptr(ms_stats, cpu), 0, sizeof(struct migrate_stage_cpu));
+}
+
+/* Called with ms_lock held. */
+static int ms_set(bool on)
+{
+	if (on == ms_debugfs_on)
+		return 0;
+	if (on) {
+		if (!ms_stats) {
+			struct migrate_stage_cpu __percpu *st;
+
+			st = alloc_percpu(struct migrate_stage_cpu);
+			if (!st)
+				return -ENOMEM;
+			WRITE_ONCE(ms_stats, st);
+		}
+		WRITE_ONCE(ms_debugfs_on, true);
+		static_branch_inc(&migrate_stages_key);
+	} else {
+		static_branch_dec(&migrate_stages_key);
+		WRITE_ONCE(ms_debugfs_on, false);
+	}
+	return 0;
+}
+
+/* Print a/b with two decimals. */
+static void ms_print_ratio(struct seq_file *m, const char *name, u64 a, u64 b)
+{
+	u64 x = b ? div64_u64(a * 100, b) : 0;
+
+	seq_printf(m, "%s %llu.%02llu\n", name, div_u64(x, 100), x % 100);
+}
+
+static int ms_show(struct seq_file *m, void *v)
+{
+	struct migrate_stage_sum *sum;
+	u64 copy_ns = 0;
+	int cpu, st, r;
+
+	sum = kzalloc(sizeof(*sum), GFP_KERNEL);
+	if (!sum)
+		return -ENOMEM;
+	mutex_lock(&ms_lock);
+	if (ms_stats)
+		for_each_possible_cpu(cpu)
+			ms_merge(sum, per_cpu_ptr(ms_stats, cpu));
+	seq_printf(m, "enabled %d\n", ms_debugfs_on);
+	mutex_unlock(&ms_lock);
+
+	seq_printf(m, "%-10s %10s %12s %12s %12s %12s %12s\n", "stage", "count",
+		   "mean_ns", "p50_ns", "p90_ns", "p99_ns", "max_ns");
+	for (st = 0; st < NR_MIGRATE_STAGES; st++) {
+		u64 cnt = 0, tot = 0;
+
+		for (r = 0; r < MS_REASONS; r++) {
+			cnt += sum->count[r][st];
+			tot += sum->sum_ns[r][st];
+		}
+		if (st == MIGRATE_STAGE_COPY)
+			copy_ns = tot;
+		seq_printf(m, "%-10s %10llu %12llu %12llu %12llu %12llu %12llu\n",
+			   ms_stage_names[st], cnt, cnt ? div64_u64(tot, cnt) : 0,
+			   ms_percentile(sum->hist[st], 50, sum->max_ns[st]),
+			   ms_percentile(sum->hist[st], 90, sum->max_ns[st]),
+			   ms_percentile(sum->hist[st], 99, sum->max_ns[st]),
+			   sum->max_ns[st]);
+	}
+	for (r = 0; r < MS_REASONS; r++) {
+		bool any = false;
+
+		for (st = 0; st < NR_MIGRATE_STAGES; st++) {
+			u64 cnt = sum->count[r][st];
+
+			if (!cnt)
+				continue;
+			if (!any)
+				seq_printf(m, "reason %s", ms_reason_names[r]);
+			any = true;
+			seq_printf(m, " %s=%llu/%llu", ms_stage_names[st], cnt,
+				   div64_u64(sum->sum_ns[r][st], cnt));
+		}
+		if (any)
+			seq_puts(m, "\n");
+	}
+	seq_printf(m, "batches %llu\nfolios %llu\nbytes_copied %llu\n",
+		   sum->batches, sum->folios, sum->bytes_copied);
+	/* bytes per ns is GB/s; report MB/s */
+	seq_printf(m, "copy_mbps %llu\n",
+		   copy_ns ? div64_u64(sum->bytes_copied * 1000, copy_ns) : 0);
+	ms_print_ratio(m, "flushes_per_batch", sum->flushes, sum->batches);
+	ms_print_ratio(m, "cpus_per_flush", sum->flush_cpus, sum->flushes);
+	kfree(sum);
+	return 0;
+}
+
+static int ms_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, ms_show, NULL);
+}
+
+static ssize_t ms_write(struct file *file, const char __user *ubuf,
+			size_t len, loff_t *ppos)
+{
+	char buf[16];
+	int ret = 0;
+
+	if (!len || len >= sizeof(buf))
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, len))
+		return -EFAULT;
+	buf[len] = '\0';
+
+	mutex_lock(&ms_lock);
+	if (sysfs_streq(buf, "1") || sysfs_streq(buf, "on"))
+		ret = ms_set(true);
+	else if (sysfs_streq(buf, "0") || sysfs_streq(buf, "off"))
+		ret = ms_set(false);
+	else if (sysfs_streq(buf, "reset"))
+		ms_reset();
+	else
+		ret = -EINVAL;
+	mutex_unlock(&ms_lock);
+	return ret ? ret : len;
+}
+
+static const struct file_operations ms_fops = {
+	.owner		= THIS_MODULE,
+	.open		= ms_open,
+	.read		= seq_read,
+	.llseek		= seq_lseek,
+	.release	= single_release,
+	.write		= ms_write,
+};
+
+static int __init migrate_stages_init(void)
+{
+	struct dentry *dir = debugfs_lookup("mm", NULL);
+	bool found = dir;
+
+	if (!found)
+		dir = debugfs_create_dir("mm", NULL);
+	debugfs_create_file("migrate_stages", 0600, dir, NULL, &ms_fops);
+	if (found)
+		dput(dir);
+	return 0;
+}
+late_initcall(migrate_stages_init);
+
+#ifdef CONFIG_MIGRATE_STAGES_KUNIT_TEST
+#include "tests/migrate_stages_kunit.h"
+#endif
