@@ -30,6 +30,7 @@
 #define MS_NO_REASON	MR_TYPES	/* fault side, or no batch to name one */
 #define MS_REASONS	(MR_TYPES + 1)
 #define MS_WINDOW_SLOTS	512		/* folios per batch whose WINDOW is timed */
+#define MS_RING_SIZE	4096		/* per-folio records kept; a power of 2 */
 
 DEFINE_STATIC_KEY_FALSE(migrate_stages_key);
 
@@ -57,6 +58,32 @@ struct migrate_stage_sum {
 	u64 folios;
 	u64 flushes;
 	u64 flush_cpus;
+};
+
+/* One folio moved by a batch: a row of the migrate_stages_log CSV. */
+struct migrate_stage_rec {
+	u64 ts;			/* when its source was unlocked, ns */
+	unsigned long src_pfn;	/* source folio */
+	unsigned long dst_pfn;	/* destination folio */
+	u64 alloc_ns;		/* its ALLOC */
+	u64 unmap_ns;		/* its UNMAP */
+	u64 copy_ns;		/* its COPY */
+	u64 mapping_ns;		/* its MAPPING */
+	u64 remap_ns;		/* its REMAP */
+	u64 window_ns;		/* its WINDOW, 0 when not timed */
+	int rc;			/* result of moving it */
+	u8 order;		/* folio order */
+	u8 reason;		/* enum migrate_reason */
+	u8 mode;		/* enum migrate_mode */
+	u8 pass;		/* move pass it finished on */
+};
+
+/* The last @cap records, oldest overwritten first. */
+struct migrate_stage_ring {
+	spinlock_t lock;		/* guards everything below */
+	struct migrate_stage_rec *recs;	/* @cap entries, NULL until enabled */
+	unsigned long cap;		/* a power of two */
+	unsigned long head;		/* records ever pushed */
 };
 
 static const char * const ms_stage_names[NR_MIGRATE_STAGES] = {
@@ -92,6 +119,36 @@ static DEFINE_MUTEX(ms_lock);
 static bool ms_debugfs_on;
 /* Allocated on first enable, never freed; NULL until then. */
 static struct migrate_stage_cpu __percpu *ms_stats;
+static struct migrate_stage_ring ms_ring = {
+	.lock = __SPIN_LOCK_UNLOCKED(ms_ring.lock),
+};
+
+static void ms_ring_push(struct migrate_stage_ring *r,
+			 const struct migrate_stage_rec *rec)
+{
+	spin_lock(&r->lock);
+	if (r->recs) {
+		r->recs[r->head & (r->cap - 1)] = *rec;
+		r->head++;
+	}
+	spin_unlock(&r->lock);
+}
+
+/* Copy out up to @max of the newest records, oldest first. */
+static unsigned long ms_ring_snapshot(struct migrate_stage_ring *r,
+				      struct migrate_stage_rec *out,
+				      unsigned long max)
+{
+	unsigned long n, start, i;
+
+	spin_lock(&r->lock);
+	n = r->recs ? min3(r->head, r->cap, max) : 0;
+	start = r->head - n;
+	for (i = 0; i < n; i++)
+		out[i] = r->recs[(start + i) & (r->cap - 1)];
+	spin_unlock(&r->lock);
+	return n;
+}
 
 static inline u64 ms_now(void)
 {
@@ -212,12 +269,39 @@ static void ms_ctx_add(struct migrate_stage_ctx *ctx, enum migrate_stage stage,
 	ctx->count[stage]++;
 }
 
+/* Note what the folio now being unmapped or moved spent in @stage. */
+static void ms_ctx_folio(struct migrate_stage_ctx *ctx, enum migrate_stage stage,
+			 u64 ns)
+{
+	switch (stage) {
+	case MIGRATE_STAGE_ALLOC:
+		ctx->cur_alloc = ns;
+		break;
+	case MIGRATE_STAGE_UNMAP:
+		ctx->cur_unmap = ns;
+		break;
+	case MIGRATE_STAGE_COPY:
+		ctx->cur_copy += ns;
+		break;
+	case MIGRATE_STAGE_MAPPING:
+		ctx->cur_mapping += ns;
+		break;
+	case MIGRATE_STAGE_REMAP:
+		ctx->cur_remap += ns;
+		break;
+	default:
+		break;
+	}
+}
+
 static void ms_stage_done(enum migrate_stage stage, u64 ns)
 {
 	struct migrate_stage_ctx *ctx = current->migrate_stage_ctx;
 
-	if (ctx)
+	if (ctx) {
 		ms_ctx_add(ctx, stage, ns);
+		ms_ctx_folio(ctx, stage, ns);
+	}
 	ms_record(ctx ? ctx->reason : MS_NO_REASON, stage, ns);
 }
 
@@ -294,9 +378,9 @@ void __migrate_stage_batch_begin(struct migrate_stage_ctx *ctx, int mode,
 	ctx->mode = mode;
 	ctx->reason = reason;
 	/* No reclaim from here: we may be in compaction or reclaim already. */
-	ctx->t_unmap = kmalloc_array(MS_WINDOW_SLOTS, sizeof(*ctx->t_unmap),
-				     GFP_NOWAIT | __GFP_NOWARN);
-	ctx->cap_unmapped = ctx->t_unmap ? MS_WINDOW_SLOTS : 0;
+	ctx->slots = kmalloc_array(MS_WINDOW_SLOTS, sizeof(*ctx->slots),
+				   GFP_NOWAIT | __GFP_NOWARN);
+	ctx->cap_unmapped = ctx->slots ? MS_WINDOW_SLOTS : 0;
 	ctx->prev = current->migrate_stage_ctx;
 	current->migrate_stage_ctx = ctx;
 	ctx->start = ms_now() ?: 1;
@@ -317,19 +401,26 @@ void __migrate_stage_batch_end(struct migrate_stage_ctx *ctx)
 	}
 	ms_put_cpu(s);
 	trace_mm_migrate_batch(ctx, total);
-	kfree(ctx->t_unmap);
-	ctx->t_unmap = NULL;
+	kfree(ctx->slots);
+	ctx->slots = NULL;
 	ctx->start = 0;
 }
 
 /* Note when the next unmapped folio lost its PTEs (@now if unknown). */
 static void ms_folio_unmapped(struct migrate_stage_ctx *ctx, u64 now)
 {
-	if (ctx->nr_unmapped < ctx->cap_unmapped)
-		ctx->t_unmap[ctx->nr_unmapped] = ctx->last_unmap ?: now;
+	if (ctx->nr_unmapped < ctx->cap_unmapped) {
+		struct migrate_stage_slot *slot = &ctx->slots[ctx->nr_unmapped];
+
+		slot->t_unmap = ctx->last_unmap ?: now;
+		slot->alloc_ns = ctx->cur_alloc;
+		slot->unmap_ns = ctx->cur_unmap;
+	}
 	ctx->nr_unmapped++;
 	ctx->nr_folios++;
 	ctx->last_unmap = 0;
+	ctx->cur_alloc = 0;
+	ctx->cur_unmap = 0;
 }
 
 void __migrate_stage_folio_unmapped(struct migrate_stage_ctx *ctx)
@@ -343,6 +434,9 @@ void __migrate_stage_folio_move_begin(struct migrate_stage_ctx *ctx,
 	ctx->cur_src_pfn = folio_pfn(src);
 	ctx->cur_dst_pfn = folio_pfn(dst);
 	ctx->cur_order = folio_order(src);
+	ctx->cur_copy = 0;
+	ctx->cur_mapping = 0;
+	ctx->cur_remap = 0;
 }
 
 /*
@@ -363,19 +457,53 @@ static u64 ms_folio_moved(struct migrate_stage_ctx *ctx, unsigned int idx,
 	if (rc != MIGRATEPAGE_SUCCESS || idx >= ctx->cap_unmapped ||
 	    idx >= ctx->nr_unmapped)
 		return 0;
-	window = now > ctx->t_unmap[idx] ? now - ctx->t_unmap[idx] : 0;
+	window = now > ctx->slots[idx].t_unmap ? now - ctx->slots[idx].t_unmap : 0;
 	ms_ctx_add(ctx, MIGRATE_STAGE_WINDOW, window);
 	ctx->window_max = max(ctx->window_max, window);
 	return window;
 }
 
+/* Fill a ring record for the folio just moved. */
+static void ms_fill_rec(struct migrate_stage_rec *rec,
+			const struct migrate_stage_ctx *ctx, unsigned int idx,
+			int pass, int rc, u64 now, u64 window)
+{
+	const struct migrate_stage_slot *slot = NULL;
+
+	if (!pass && idx < ctx->cap_unmapped && idx < ctx->nr_unmapped)
+		slot = &ctx->slots[idx];
+	*rec = (struct migrate_stage_rec) {
+		.ts = now,
+		.src_pfn = ctx->cur_src_pfn,
+		.dst_pfn = ctx->cur_dst_pfn,
+		.alloc_ns = slot ? slot->alloc_ns : 0,
+		.unmap_ns = slot ? slot->unmap_ns : 0,
+		.copy_ns = ctx->cur_copy,
+		.mapping_ns = ctx->cur_mapping,
+		.remap_ns = ctx->cur_remap,
+		.window_ns = window,
+		.rc = rc,
+		.order = ctx->cur_order,
+		.reason = ctx->reason,
+		.mode = ctx->mode,
+		.pass = min(pass, 255),
+	};
+}
+
 void __migrate_stage_folio_moved(struct migrate_stage_ctx *ctx,
 				 unsigned int idx, int pass, int rc)
 {
-	u64 window = ms_folio_moved(ctx, idx, pass, rc, ms_now());
+	u64 now = ms_now();
+	u64 window = ms_folio_moved(ctx, idx, pass, rc, now);
 
 	if (window)
 		ms_record(ctx->reason, MIGRATE_STAGE_WINDOW, window);
+	if (READ_ONCE(ms_debugfs_on)) {
+		struct migrate_stage_rec rec;
+
+		ms_fill_rec(&rec, ctx, idx, pass, rc, now, window);
+		ms_ring_push(&ms_ring, &rec);
+	}
 	trace_mm_migrate_folio(ctx->cur_src_pfn, ctx->cur_dst_pfn,
 			       ctx->cur_order, pass, rc, window);
 }
@@ -403,6 +531,9 @@ static void ms_reset(void)
 {
 	int cpu;
 
+	spin_lock(&ms_ring.lock);
+	ms_ring.head = 0;
+	spin_unlock(&ms_ring.lock);
 	if (!ms_stats)
 		return;
 	for_each_possible_cpu(cpu)
@@ -415,6 +546,17 @@ static int ms_set(bool on)
 	if (on == ms_debugfs_on)
 		return 0;
 	if (on) {
+		if (!ms_ring.recs) {
+			struct migrate_stage_rec *recs;
+
+			recs = kvcalloc(MS_RING_SIZE, sizeof(*recs), GFP_KERNEL);
+			if (!recs)
+				return -ENOMEM;
+			spin_lock(&ms_ring.lock);
+			ms_ring.cap = MS_RING_SIZE;
+			ms_ring.recs = recs;
+			spin_unlock(&ms_ring.lock);
+		}
 		if (!ms_stats) {
 			struct migrate_stage_cpu __percpu *st;
 
@@ -541,6 +683,86 @@ static const struct file_operations ms_fops = {
 	.write		= ms_write,
 };
 
+/* migrate_stages_log: a snapshot of the ring taken at open, as CSV. */
+struct ms_log {
+	unsigned long n;			/* records in @recs */
+	struct migrate_stage_rec recs[];	/* oldest first */
+};
+
+static void *ms_log_start(struct seq_file *m, loff_t *pos)
+{
+	struct ms_log *log = m->private;
+
+	if (!*pos)
+		return SEQ_START_TOKEN;
+	return *pos <= log->n ? &log->recs[*pos - 1] : NULL;
+}
+
+static void *ms_log_next(struct seq_file *m, void *v, loff_t *pos)
+{
+	++*pos;
+	return ms_log_start(m, pos);
+}
+
+static void ms_log_stop(struct seq_file *m, void *v)
+{
+}
+
+static int ms_log_show(struct seq_file *m, void *v)
+{
+	const struct migrate_stage_rec *r = v;
+
+	if (v == SEQ_START_TOKEN) {
+		seq_puts(m, "ts_ns,reason,mode,pass,rc,src_pfn,dst_pfn,order,alloc_ns,unmap_ns,copy_ns,mapping_ns,remap_ns,window_ns\n");
+		return 0;
+	}
+	seq_printf(m, "%llu,%s,%d,%u,%d,%#lx,%#lx,%u,%llu,%llu,%llu,%llu,%llu,%llu\n",
+		   r->ts, r->reason < MS_REASONS ? ms_reason_names[r->reason] : "?",
+		   r->mode, r->pass, r->rc, r->src_pfn, r->dst_pfn, r->order,
+		   r->alloc_ns, r->unmap_ns, r->copy_ns, r->mapping_ns,
+		   r->remap_ns, r->window_ns);
+	return 0;
+}
+
+static const struct seq_operations ms_log_ops = {
+	.start	= ms_log_start,
+	.next	= ms_log_next,
+	.stop	= ms_log_stop,
+	.show	= ms_log_show,
+};
+
+static int ms_log_open(struct inode *inode, struct file *file)
+{
+	struct ms_log *log;
+	int ret;
+
+	log = kvmalloc(struct_size(log, recs, MS_RING_SIZE), GFP_KERNEL);
+	if (!log)
+		return -ENOMEM;
+	log->n = ms_ring_snapshot(&ms_ring, log->recs, MS_RING_SIZE);
+	ret = seq_open(file, &ms_log_ops);
+	if (ret) {
+		kvfree(log);
+		return ret;
+	}
+	((struct seq_file *)file->private_data)->private = log;
+	return 0;
+}
+
+static int ms_log_release(struct inode *inode, struct file *file)
+{
+	kvfree(((struct seq_file *)file->private_data)->private);
+	return seq_release(inode, file);
+}
+
+static const struct file_operations ms_log_fops = {
+	.owner		= THIS_MODULE,
+	.open		= ms_log_open,
+	.read		= seq_read,
+	.llseek		= seq_lseek,
+	.release	= ms_log_release,
+};
+
 static int __init migrate_stages_init(void)
 {
 	struct dentry *dir = debugfs_lookup("mm", NULL);
@@ -549,6 +771,7 @@ static int __init migrate_stages_init(void)
 	if (!found)
 		dir = debugfs_create_dir("mm", NULL);
 	debugfs_create_file("migrate_stages", 0600, dir, NULL, &ms_fops);
+	debugfs_create_file("migrate_stages_log", 0400, dir, NULL, &ms_log_fops);
 	if (found)
 		dput(dir);
 	return 0;

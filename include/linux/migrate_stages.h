@@ -36,6 +36,13 @@ enum migrate_stage {
 };
 
 #ifdef CONFIG_MIGRATE_STAGES
+/* What a batch remembers of a folio between its unmap and its move. */
+struct migrate_stage_slot {
+	u64 t_unmap;			/* its UNMAP began, ns */
+	u64 alloc_ns;			/* its ALLOC took */
+	u64 unmap_ns;			/* its UNMAP took */
+};
+
 /*
  * What one migrate_pages_batch() call measured.  It lives on that
  * function's stack and is reachable from the task while the batch runs,
@@ -57,12 +64,17 @@ struct migrate_stage_ctx {
 	u32 flush_cpus;			/* CPUs those flushes targeted (x86) */
 	u32 nr_retried;			/* folios moved on a retry pass */
 	u64 last_unmap;			/* start of the last folio's UNMAP, ns */
+	u64 cur_alloc;			/* ALLOC of the folio being unmapped */
+	u64 cur_unmap;			/* UNMAP of the folio being unmapped */
+	u64 cur_copy;			/* COPY of the folio being moved */
+	u64 cur_mapping;		/* MAPPING of the folio being moved */
+	u64 cur_remap;			/* REMAP of the folio being moved */
 	unsigned long cur_src_pfn;	/* folio being moved: source pfn */
 	unsigned long cur_dst_pfn;	/* and destination pfn */
 	int cur_order;			/* and order */
-	unsigned int nr_unmapped;	/* entries used in t_unmap */
-	unsigned int cap_unmapped;	/* entries allocated in t_unmap */
-	u64 *t_unmap;			/* unmap time per folio, in unmap order */
+	unsigned int nr_unmapped;	/* folios unmapped so far (slot index) */
+	unsigned int cap_unmapped;	/* entries allocated in slots */
+	struct migrate_stage_slot *slots; /* per folio, in unmap order */
 };
 
 DECLARE_STATIC_KEY_FALSE(migrate_stages_key);

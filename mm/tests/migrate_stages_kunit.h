@@ -148,10 +148,10 @@ static void ms_test_enable_reset(struct kunit *test)
 static void ms_test_ctx_window(struct kunit *test)
 {
 	struct migrate_stage_ctx ctx = { };
-	u64 t_unmap[3];
+	struct migrate_stage_slot slots[3] = { };
 
-	ctx.t_unmap = t_unmap;
-	ctx.cap_unmapped = ARRAY_SIZE(t_unmap);
+	ctx.slots = slots;
+	ctx.cap_unmapped = ARRAY_SIZE(slots);
 
 	/* Four folios unmapped at 100, 200, 300 (UNMAP began), and 400. */
 	ctx.last_unmap = 100;
@@ -162,9 +162,9 @@ static void ms_test_ctx_window(struct kunit *test)
 	ms_folio_unmapped(&ctx, 400);	/* beyond the scratch: untimed */
 	KUNIT_EXPECT_EQ(test, 4U, ctx.nr_folios);
 	KUNIT_EXPECT_EQ(test, 4U, ctx.nr_unmapped);
-	KUNIT_EXPECT_EQ(test, 100ULL, t_unmap[0]);
-	KUNIT_EXPECT_EQ(test, 200ULL, t_unmap[1]);
-	KUNIT_EXPECT_EQ(test, 300ULL, t_unmap[2]);
+	KUNIT_EXPECT_EQ(test, 100ULL, slots[0].t_unmap);
+	KUNIT_EXPECT_EQ(test, 200ULL, slots[1].t_unmap);
+	KUNIT_EXPECT_EQ(test, 300ULL, slots[2].t_unmap);
 
 	/* Pass 0: folio 0 moved at 1000, folio 1 failed, folio 2 at 1300. */
 	KUNIT_EXPECT_EQ(test, 900ULL, ms_folio_moved(&ctx, 0, 0, MIGRATEPAGE_SUCCESS, 1000));
@@ -180,8 +180,78 @@ static void ms_test_ctx_window(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, 1U, ctx.nr_retried);
 
 	/* A clock that went backwards never yields a huge window. */
-	t_unmap[0] = 5000;
+	slots[0].t_unmap = 5000;
 	KUNIT_EXPECT_EQ(test, 0ULL, ms_folio_moved(&ctx, 0, 0, MIGRATEPAGE_SUCCESS, 4000));
+}
+
+/* The per-folio ring keeps the newest records, oldest first on read. */
+static void ms_test_ring(struct kunit *test)
+{
+	struct migrate_stage_rec recs[4] = { }, out[8], rec = { };
+	struct migrate_stage_ring ring = {
+		.lock = __SPIN_LOCK_UNLOCKED(ring.lock),
+	};
+	unsigned long n;
+	int i;
+
+	KUNIT_EXPECT_EQ(test, 0UL, ms_ring_snapshot(&ring, out, 8));
+	ring.recs = recs;
+	ring.cap = ARRAY_SIZE(recs);
+	for (i = 1; i <= 6; i++) {
+		rec.ts = i;
+		ms_ring_push(&ring, &rec);
+	}
+	n = ms_ring_snapshot(&ring, out, 8);
+	KUNIT_ASSERT_EQ(test, 4UL, n);
+	for (i = 0; i < 4; i++)
+		KUNIT_EXPECT_EQ(test, (u64)(3 + i), out[i].ts);
+	/* asking for fewer returns the newest ones */
+	n = ms_ring_snapshot(&ring, out, 2);
+	KUNIT_ASSERT_EQ(test, 2UL, n);
+	KUNIT_EXPECT_EQ(test, 5ULL, out[0].ts);
+	KUNIT_EXPECT_EQ(test, 6ULL, out[1].ts);
+}
+
+/* Per-folio durations travel from the unmap phase to the move phase. */
+static void ms_test_folio_record(struct kunit *test)
+{
+	struct migrate_stage_ctx ctx = { .reason = MR_DEMOTION, .mode = MIGRATE_ASYNC };
+	struct migrate_stage_slot slots[2] = { };
+	struct migrate_stage_rec rec;
+	u64 window;
+
+	ctx.slots = slots;
+	ctx.cap_unmapped = ARRAY_SIZE(slots);
+	ms_ctx_folio(&ctx, MIGRATE_STAGE_ALLOC, 11);
+	ms_ctx_folio(&ctx, MIGRATE_STAGE_UNMAP, 22);
+	ctx.last_unmap = 1000;
+	ms_folio_unmapped(&ctx, 1010);
+	ms_ctx_folio(&ctx, MIGRATE_STAGE_ALLOC, 5);	/* a folio that failed */
+	KUNIT_EXPECT_EQ(test, 11ULL, slots[0].alloc_ns);
+	KUNIT_EXPECT_EQ(test, 22ULL, slots[0].unmap_ns);
+
+	ctx.cur_src_pfn = 0x100;
+	ctx.cur_dst_pfn = 0x200;
+	ctx.cur_copy = 0;
+	ms_ctx_folio(&ctx, MIGRATE_STAGE_COPY, 30);
+	ms_ctx_folio(&ctx, MIGRATE_STAGE_COPY, 3);	/* a retried copy adds */
+	ms_ctx_folio(&ctx, MIGRATE_STAGE_MAPPING, 4);
+	ms_ctx_folio(&ctx, MIGRATE_STAGE_REMAP, 50);
+	window = ms_folio_moved(&ctx, 0, 0, MIGRATEPAGE_SUCCESS, 5000);
+	ms_fill_rec(&rec, &ctx, 0, 0, MIGRATEPAGE_SUCCESS, 5000, window);
+	KUNIT_EXPECT_EQ(test, 4000ULL, rec.window_ns);
+	KUNIT_EXPECT_EQ(test, 11ULL, rec.alloc_ns);
+	KUNIT_EXPECT_EQ(test, 22ULL, rec.unmap_ns);
+	KUNIT_EXPECT_EQ(test, 33ULL, rec.copy_ns);
+	KUNIT_EXPECT_EQ(test, 4ULL, rec.mapping_ns);
+	KUNIT_EXPECT_EQ(test, 50ULL, rec.remap_ns);
+	KUNIT_EXPECT_EQ(test, 0x100UL, rec.src_pfn);
+	KUNIT_EXPECT_EQ(test, (u8)MR_DEMOTION, rec.reason);
+
+	/* a later pass has no unmap slot to draw on */
+	ms_fill_rec(&rec, &ctx, 0, 1, MIGRATEPAGE_SUCCESS, 6000, 0);
+	KUNIT_EXPECT_EQ(test, 0ULL, rec.alloc_ns);
+	KUNIT_EXPECT_EQ(test, 1U, (unsigned int)rec.pass);
 }
 
 #define MS_TEST_PAGES	64
@@ -308,6 +378,8 @@ static struct kunit_case migrate_stages_test_cases[] = {
 	KUNIT_CASE(ms_test_account_merge),
 	KUNIT_CASE(ms_test_enable_reset),
 	KUNIT_CASE(ms_test_ctx_window),
+	KUNIT_CASE(ms_test_ring),
+	KUNIT_CASE(ms_test_folio_record),
 	KUNIT_CASE(ms_test_real_migration),
 	{}
 };
