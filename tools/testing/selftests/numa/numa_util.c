@@ -39,6 +39,23 @@ int nu_read_str(const char *path, char *buf, size_t len)
 	return n;
 }
 
+/* Read a whole (seq_file) file, which may take many reads; bytes or -errno. */
+long nu_read_all(const char *path, char *buf, size_t len)
+{
+	size_t got = 0;
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -errno;
+	while (got < len - 1 && (n = read(fd, buf + got, len - 1 - got)) > 0)
+		got += n;
+	close(fd);
+	buf[got] = '\0';
+	return got;
+}
+
 long long nu_read_ll(const char *path)
 {
 	char buf[64];
@@ -420,4 +437,56 @@ double nu_max(const double *v, int n)
 		if (v[i] > m)
 			m = v[i];
 	return m;
+}
+
+uint64_t nu_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+void nu_hist_add(struct nu_hist *h, uint64_t ns)
+{
+	int b = 0;
+
+	while (b < NU_HIST_BUCKETS - 1 && ns >= (1ULL << b))
+		b++;
+	h->count[b]++;
+	h->n++;
+	h->sum += ns;
+	if (ns > h->max)
+		h->max = ns;
+}
+
+void nu_hist_merge(struct nu_hist *to, const struct nu_hist *from)
+{
+	for (int b = 0; b < NU_HIST_BUCKETS; b++)
+		to->count[b] += from->count[b];
+	to->n += from->n;
+	to->sum += from->sum;
+	if (from->max > to->max)
+		to->max = from->max;
+}
+
+/* Upper limit of the bucket holding the @pct percentile, capped at max. */
+uint64_t nu_hist_pct(const struct nu_hist *h, double pct)
+{
+	uint64_t seen = 0, target;
+	int b;
+
+	if (!h->n)
+		return 0;
+	target = (uint64_t)(h->n * pct / 100.0 + 0.999999);
+	if (!target)
+		target = 1;
+	for (b = 0; b < NU_HIST_BUCKETS; b++) {
+		seen += h->count[b];
+		if (seen >= target)
+			break;
+	}
+	if (b >= NU_HIST_BUCKETS - 1)
+		return h->max;
+	return (1ULL << b) - 1 < h->max ? (1ULL << b) - 1 : h->max;
 }

@@ -66,6 +66,7 @@ long long nu_node_memfree_kb(int node);
 
 /* Small file helpers. */
 int nu_read_str(const char *path, char *buf, size_t len);
+long nu_read_all(const char *path, char *buf, size_t len);
 long long nu_read_ll(const char *path);
 int nu_write_str(const char *path, const char *val);
 long long nu_vmstat(const char *name);
@@ -74,6 +75,20 @@ long long nu_vmstat(const char *name);
 bool nu_in_vm(void);
 double nu_busy_fraction(unsigned int ms);
 double nu_now(void);
+
+/* Log2 histogram of durations in ns: bucket b holds [2^(b-1), 2^b). */
+#define NU_HIST_BUCKETS	40
+struct nu_hist {
+	uint64_t count[NU_HIST_BUCKETS];	/* events per bucket */
+	uint64_t n;				/* events */
+	uint64_t max;				/* longest event, ns */
+	double sum;				/* total ns */
+};
+
+void nu_hist_add(struct nu_hist *h, uint64_t ns);
+void nu_hist_merge(struct nu_hist *to, const struct nu_hist *from);
+uint64_t nu_hist_pct(const struct nu_hist *h, double pct);
+uint64_t nu_now_ns(void);
 
 /* Statistics over doubles; the array is sorted in place. */
 double nu_median(double *v, int n);

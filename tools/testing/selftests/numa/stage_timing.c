@@ -28,6 +28,9 @@
 #include "numa_util.h"
 
 #define STAGES_FILE	"/sys/kernel/debug/mm/migrate_stages"
+#define LOG_FILE	"/sys/kernel/debug/mm/migrate_stages_log"
+/* ts, reason, rc, copy_ns and window_ns of a migrate_stages_log row */
+#define LOG_ROW		"%llu,%31[^,],%*d,%*u,%d,%*x,%*x,%*u,%*u,%*u,%llu,%*u,%*u,%llu"
 #define NR_PAGES	1024
 #define SLACK		16	/* transient retries tolerated */
 
@@ -62,7 +65,7 @@ static long long total(const char *text, const char *name)
 
 static int read_stages(char *buf, size_t len)
 {
-	return nu_read_str(STAGES_FILE, buf, len);
+	return nu_read_all(STAGES_FILE, buf, len);
 }
 
 static int spin_stop;
@@ -139,7 +142,7 @@ int main(void)
 	}
 	if (src < 0 || dst < 0)
 		ksft_exit_skip("needs two memory nodes, one with CPUs\n");
-	ksft_set_plan(4);
+	ksft_set_plan(5);
 
 	/* 1. bad input is refused with EINVAL */
 	ret = nu_write_str(STAGES_FILE, "bogus");
@@ -226,7 +229,33 @@ int main(void)
 		ksft_test_result(ok, "counts_match_migrated\n");
 	}
 
-	/* 3. every data byte survived the move */
+	/* 3. the per-folio log has a row for each moved page */
+	{
+		static char log[1 << 20];
+		long long rows = 0, bad = 0;
+		char *line, *save;
+
+		if (nu_read_all(LOG_FILE, log, sizeof(log)) <= 0)
+			log[0] = '\0';
+		for (line = strtok_r(log, "\n", &save); line;
+		     line = strtok_r(NULL, "\n", &save)) {
+			unsigned long long ts, copy, window;
+			char reason[32];
+			int rc;
+
+			if (sscanf(line, LOG_ROW, &ts, reason, &rc, &copy, &window) != 5 ||
+			    strcmp(reason, "syscall_or_cpuset") || rc)
+				continue;
+			rows++;
+			/* a folio stays unmapped at least while it is copied */
+			bad += window && window < copy;
+		}
+		ksft_test_result(rows >= moved && rows <= moved + SLACK && !bad,
+				 "log_records_folios (%lld rows, %lld inconsistent)\n",
+				 rows, bad);
+	}
+
+	/* 4. every data byte survived the move */
 	{
 		int bad = 0;
 
@@ -235,7 +264,7 @@ int main(void)
 		ksft_test_result(!bad, "data_intact (%d pages differ)\n", bad);
 	}
 
-	/* 4. reset clears the counters; switching off is accepted */
+	/* 5. reset clears the counters; switching off is accepted */
 	nu_write_str(STAGES_FILE, "0");
 	ret = nu_write_str(STAGES_FILE, "reset");
 	read_stages(text, sizeof(text));
