@@ -55,7 +55,7 @@ need_pkgs() {
 # Host packages every job may need.
 HOST_PKGS=(build-essential bc bison flex libelf-dev libssl-dev cpio xz-utils
 	   kmod rsync python3 ccache qemu-system-x86 busybox-static
-	   libnuma-dev gnuplot-nox)
+	   libnuma-dev gnuplot-nox e2fsprogs)
 
 # Make wrapper for the kernel in $TREE with output in $1.
 kmake() {
