@@ -331,6 +331,12 @@ static char *make_buffer(const struct variant *v, size_t bytes, char *why,
 				return NULL;
 			}
 		}
+		/* a read-only file is clean: no writeback races the migration */
+		if (fsync(fd)) {
+			snprintf(why, why_len, "fsync: %s", strerror(errno));
+			close(fd);
+			return NULL;
+		}
 		buf = mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
 		close(fd);
 		if (buf == MAP_FAILED) {
