@@ -31,6 +31,7 @@
 #define MS_REASONS	(MR_TYPES + 1)
 #define MS_WINDOW_SLOTS	512		/* folios per batch whose WINDOW is timed */
 #define MS_RING_SIZE	4096		/* per-folio records kept; a power of 2 */
+#define MS_PEND		32		/* records a batch gathers per ring lock */
 
 DEFINE_STATIC_KEY_FALSE(migrate_stages_key);
 
@@ -124,11 +125,13 @@ static struct migrate_stage_ring ms_ring = {
 };
 
 static void ms_ring_push(struct migrate_stage_ring *r,
-			 const struct migrate_stage_rec *rec)
+			 const struct migrate_stage_rec *rec, unsigned int n)
 {
+	unsigned int i;
+
 	spin_lock(&r->lock);
-	if (r->recs) {
-		r->recs[r->head & (r->cap - 1)] = *rec;
+	for (i = 0; r->recs && i < n; i++) {
+		r->recs[r->head & (r->cap - 1)] = rec[i];
 		r->head++;
 	}
 	spin_unlock(&r->lock);
@@ -378,9 +381,10 @@ void __migrate_stage_batch_begin(struct migrate_stage_ctx *ctx, int mode,
 	ctx->mode = mode;
 	ctx->reason = reason;
 	/* No reclaim from here: we may be in compaction or reclaim already. */
-	ctx->slots = kmalloc_array(MS_WINDOW_SLOTS, sizeof(*ctx->slots),
-				   GFP_NOWAIT | __GFP_NOWARN);
+	ctx->slots = kmalloc(MS_WINDOW_SLOTS * sizeof(*ctx->slots) +
+			     MS_PEND * sizeof(*ctx->pend), GFP_NOWAIT | __GFP_NOWARN);
 	ctx->cap_unmapped = ctx->slots ? MS_WINDOW_SLOTS : 0;
+	ctx->pend = ctx->slots ? (void *)(ctx->slots + MS_WINDOW_SLOTS) : NULL;
 	ctx->prev = current->migrate_stage_ctx;
 	current->migrate_stage_ctx = ctx;
 	ctx->start = ms_now() ?: 1;
@@ -401,8 +405,11 @@ void __migrate_stage_batch_end(struct migrate_stage_ctx *ctx)
 	}
 	ms_put_cpu(s);
 	trace_mm_migrate_batch(ctx, total);
+	if (ctx->nr_pend)
+		ms_ring_push(&ms_ring, ctx->pend, ctx->nr_pend);
 	kfree(ctx->slots);
 	ctx->slots = NULL;
+	ctx->pend = NULL;
 	ctx->start = 0;
 }
 
@@ -498,11 +505,13 @@ void __migrate_stage_folio_moved(struct migrate_stage_ctx *ctx,
 
 	if (window)
 		ms_record(ctx->reason, MIGRATE_STAGE_WINDOW, window);
-	if (READ_ONCE(ms_debugfs_on)) {
-		struct migrate_stage_rec rec;
-
-		ms_fill_rec(&rec, ctx, idx, pass, rc, now, window);
-		ms_ring_push(&ms_ring, &rec);
+	if (READ_ONCE(ms_debugfs_on) && ctx->pend) {
+		ms_fill_rec(&ctx->pend[ctx->nr_pend++], ctx, idx, pass, rc, now,
+			    window);
+		if (ctx->nr_pend == MS_PEND) {
+			ms_ring_push(&ms_ring, ctx->pend, ctx->nr_pend);
+			ctx->nr_pend = 0;
+		}
 	}
 	trace_mm_migrate_folio(ctx->cur_src_pfn, ctx->cur_dst_pfn,
 			       ctx->cur_order, pass, rc, window);

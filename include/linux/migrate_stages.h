@@ -19,6 +19,7 @@
 #include <linux/types.h>
 
 struct folio;
+struct migrate_stage_rec;
 
 enum migrate_stage {
 	MIGRATE_STAGE_ALLOC,		/* allocating the destination folio */
@@ -75,6 +76,8 @@ struct migrate_stage_ctx {
 	unsigned int nr_unmapped;	/* folios unmapped so far (slot index) */
 	unsigned int cap_unmapped;	/* entries allocated in slots */
 	struct migrate_stage_slot *slots; /* per folio, in unmap order */
+	struct migrate_stage_rec *pend;	/* records not yet in the ring */
+	unsigned int nr_pend;		/* entries used in pend */
 };
 
 DECLARE_STATIC_KEY_FALSE(migrate_stages_key);

@@ -199,7 +199,7 @@ static void ms_test_ring(struct kunit *test)
 	ring.cap = ARRAY_SIZE(recs);
 	for (i = 1; i <= 6; i++) {
 		rec.ts = i;
-		ms_ring_push(&ring, &rec);
+		ms_ring_push(&ring, &rec, 1);
 	}
 	n = ms_ring_snapshot(&ring, out, 8);
 	KUNIT_ASSERT_EQ(test, 4UL, n);
