@@ -20,6 +20,7 @@
 #include <linux/mutex.h>
 #include <linux/percpu.h>
 #include <linux/sched.h>
+#include <linux/sched/clock.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -32,6 +33,8 @@
 #define MS_WINDOW_SLOTS	512		/* folios per batch whose WINDOW is timed */
 #define MS_RING_SIZE	4096		/* per-folio records kept; a power of 2 */
 #define MS_PEND		32		/* records a batch gathers per ring lock */
+#define MS_SAMPLE_DEFAULT 64		/* time 1 folio in 64 by default */
+#define MS_SAMPLE_MAX	65536
 
 DEFINE_STATIC_KEY_FALSE(migrate_stages_key);
 
@@ -118,6 +121,10 @@ static const char * const ms_reason_names[MS_REASONS] = {
 /* Guards ms_debugfs_on and the allocation of ms_stats. */
 static DEFINE_MUTEX(ms_lock);
 static bool ms_debugfs_on;
+/* Per-folio stages are timed for 1 folio in this many (1 = all). */
+static unsigned int ms_sample_every = MS_SAMPLE_DEFAULT;
+/* Folios seen per CPU, so that one-folio batches are sampled too. */
+static DEFINE_PER_CPU(unsigned int, ms_sample_seq);
 /* Allocated on first enable, never freed; NULL until then. */
 static struct migrate_stage_cpu __percpu *ms_stats;
 static struct migrate_stage_ring ms_ring = {
@@ -155,7 +162,7 @@ static unsigned long ms_ring_snapshot(struct migrate_stage_ring *r,
 
 static inline u64 ms_now(void)
 {
-	return ktime_get_mono_fast_ns();
+	return local_clock();
 }
 
 static inline u64 ms_since(u64 t0)
@@ -308,6 +315,15 @@ static void ms_stage_done(enum migrate_stage stage, u64 ns)
 	ms_record(ctx ? ctx->reason : MS_NO_REASON, stage, ns);
 }
 
+u64 __migrate_stage_begin(void)
+{
+	struct migrate_stage_ctx *ctx = current->migrate_stage_ctx;
+
+	if (ctx && !ctx->folio_on)
+		return 0;
+	return ms_now() ?: 1;
+}
+
 void __migrate_stage_end(enum migrate_stage stage, u64 t0)
 {
 	ms_stage_done(stage, ms_since(t0));
@@ -380,6 +396,8 @@ void __migrate_stage_batch_begin(struct migrate_stage_ctx *ctx, int mode,
 	memset(ctx, 0, sizeof(*ctx));
 	ctx->mode = mode;
 	ctx->reason = reason;
+	ctx->every = READ_ONCE(ms_sample_every) ?: 1;
+	ctx->seq = raw_cpu_read(ms_sample_seq);
 	/* No reclaim from here: we may be in compaction or reclaim already. */
 	ctx->slots = kmalloc(MS_WINDOW_SLOTS * sizeof(*ctx->slots) +
 			     MS_PEND * sizeof(*ctx->pend), GFP_NOWAIT | __GFP_NOWARN);
@@ -396,6 +414,7 @@ void __migrate_stage_batch_end(struct migrate_stage_ctx *ctx)
 	struct migrate_stage_cpu *s;
 
 	current->migrate_stage_ctx = ctx->prev;
+	this_cpu_add(ms_sample_seq, max(ctx->nr_unmapped, 1U));
 	ms_ctx_add(ctx, MIGRATE_STAGE_BATCH, total);
 	ms_record(ctx->reason, MIGRATE_STAGE_BATCH, total);
 	s = ms_get_cpu();
@@ -419,7 +438,7 @@ static void ms_folio_unmapped(struct migrate_stage_ctx *ctx, u64 now)
 	if (ctx->nr_unmapped < ctx->cap_unmapped) {
 		struct migrate_stage_slot *slot = &ctx->slots[ctx->nr_unmapped];
 
-		slot->t_unmap = ctx->last_unmap ?: now;
+		slot->t_unmap = ctx->folio_on ? ctx->last_unmap ?: now : 0;
 		slot->alloc_ns = ctx->cur_alloc;
 		slot->unmap_ns = ctx->cur_unmap;
 	}
@@ -430,14 +449,31 @@ static void ms_folio_unmapped(struct migrate_stage_ctx *ctx, u64 now)
 	ctx->cur_unmap = 0;
 }
 
-void __migrate_stage_folio_unmapped(struct migrate_stage_ctx *ctx)
+void __migrate_stage_folio_unmapped(struct migrate_stage_ctx *ctx, int nr_pages,
+				    int pass)
 {
-	ms_folio_unmapped(ctx, ms_now());
+	ctx->nr_pages += nr_pages;
+	ctx->nr_passes = max_t(u32, ctx->nr_passes, pass + 1);
+	/* only a sampled folio needs the time */
+	ms_folio_unmapped(ctx, ctx->folio_on ? ms_now() : 0);
+}
+
+/* Sample by position in the batch, so a folio is sampled in both phases. */
+static bool ms_sampled(const struct migrate_stage_ctx *ctx, unsigned int idx)
+{
+	return !((ctx->seq + idx) % ctx->every);
+}
+
+void __migrate_stage_folio_unmap_begin(struct migrate_stage_ctx *ctx)
+{
+	ctx->folio_on = ms_sampled(ctx, ctx->nr_unmapped);
 }
 
 void __migrate_stage_folio_move_begin(struct migrate_stage_ctx *ctx,
-				      struct folio *src, struct folio *dst)
+				      struct folio *src, struct folio *dst,
+				      unsigned int idx, int pass)
 {
+	ctx->folio_on = !pass && ms_sampled(ctx, idx);
 	ctx->cur_src_pfn = folio_pfn(src);
 	ctx->cur_dst_pfn = folio_pfn(dst);
 	ctx->cur_order = folio_order(src);
@@ -462,7 +498,7 @@ static u64 ms_folio_moved(struct migrate_stage_ctx *ctx, unsigned int idx,
 		return 0;
 	}
 	if (rc != MIGRATEPAGE_SUCCESS || idx >= ctx->cap_unmapped ||
-	    idx >= ctx->nr_unmapped)
+	    idx >= ctx->nr_unmapped || !ctx->slots[idx].t_unmap)
 		return 0;
 	window = now > ctx->slots[idx].t_unmap ? now - ctx->slots[idx].t_unmap : 0;
 	ms_ctx_add(ctx, MIGRATE_STAGE_WINDOW, window);
@@ -500,12 +536,19 @@ static void ms_fill_rec(struct migrate_stage_rec *rec,
 void __migrate_stage_folio_moved(struct migrate_stage_ctx *ctx,
 				 unsigned int idx, int pass, int rc)
 {
-	u64 now = ms_now();
-	u64 window = ms_folio_moved(ctx, idx, pass, rc, now);
+	u64 now, window;
+
+	/* Unsampled folios cost no clock read unless the tracepoint wants them. */
+	if (!ctx->folio_on && !trace_mm_migrate_folio_enabled()) {
+		ms_folio_moved(ctx, idx, pass, rc, 0);
+		return;
+	}
+	now = ms_now();
+	window = ms_folio_moved(ctx, idx, pass, rc, now);
 
 	if (window)
 		ms_record(ctx->reason, MIGRATE_STAGE_WINDOW, window);
-	if (READ_ONCE(ms_debugfs_on) && ctx->pend) {
+	if (READ_ONCE(ms_debugfs_on) && ctx->pend && ctx->folio_on) {
 		ms_fill_rec(&ctx->pend[ctx->nr_pend++], ctx, idx, pass, rc, now,
 			    window);
 		if (ctx->nr_pend == MS_PEND) {
@@ -583,6 +626,17 @@ static int ms_set(bool on)
 	return 0;
 }
 
+/* "sample N": time the per-folio stages of 1 folio in N (1..65536). */
+static int ms_set_sample(const char *arg)
+{
+	unsigned int n;
+
+	if (kstrtouint(strim((char *)arg), 10, &n) || !n || n > MS_SAMPLE_MAX)
+		return -EINVAL;
+	WRITE_ONCE(ms_sample_every, n);
+	return 0;
+}
+
 /* Print a/b with two decimals. */
 static void ms_print_ratio(struct seq_file *m, const char *name, u64 a, u64 b)
 {
@@ -604,7 +658,8 @@ static int ms_show(struct seq_file *m, void *v)
 	if (ms_stats)
 		for_each_possible_cpu(cpu)
 			ms_merge(sum, per_cpu_ptr(ms_stats, cpu));
-	seq_printf(m, "enabled %d\n", ms_debugfs_on);
+	seq_printf(m, "enabled %d\nsample_every %u\n", ms_debugfs_on,
+		   ms_sample_every);
 	mutex_unlock(&ms_lock);
 
 	seq_printf(m, "%-10s %10s %12s %12s %12s %12s %12s\n", "stage", "count",
@@ -677,6 +732,8 @@ static ssize_t ms_write(struct file *file, const char __user *ubuf,
 		ret = ms_set(false);
 	else if (sysfs_streq(buf, "reset"))
 		ms_reset();
+	else if (!strncmp(buf, "sample ", 7))
+		ret = ms_set_sample(buf + 7);
 	else
 		ret = -EINVAL;
 	mutex_unlock(&ms_lock);

@@ -15,7 +15,6 @@
 
 #include <linux/jump_label.h>
 #include <linux/migrate_mode.h>
-#include <linux/timekeeping.h>
 #include <linux/types.h>
 
 struct folio;
@@ -55,11 +54,16 @@ struct migrate_stage_ctx {
 	u64 start;			/* batch start, ns; 0 = not measuring */
 	int reason;			/* enum migrate_reason */
 	int mode;			/* enum migrate_mode */
+	unsigned int every;		/* time the stages of 1 folio in @every */
+	unsigned int seq;		/* sampling sequence at batch start */
+	bool folio_on;			/* the current folio is one of those */
 	u64 ns[NR_MIGRATE_STAGES];	/* summed duration per stage */
 	u32 count[NR_MIGRATE_STAGES];	/* timed events per stage */
 	u64 window_max;			/* longest WINDOW of a folio, ns */
 	u64 bytes_copied;		/* bytes copied by COPY */
 	u32 nr_folios;			/* folios unmapped by this batch */
+	u32 nr_pages;			/* base pages in those folios */
+	u32 nr_passes;			/* unmap passes it took (retries + 1) */
 	u32 nr_ptes;			/* mappings the rmap walk replaced */
 	u32 nr_flushes;			/* batched flushes that had work to do */
 	u32 flush_cpus;			/* CPUs those flushes targeted (x86) */
@@ -91,10 +95,15 @@ static inline bool migrate_stages_on(void)
 	return static_branch_unlikely(&migrate_stages_key);
 }
 
-/* Timestamp for a stage about to begin; 0 when timing is off. */
+u64 __migrate_stage_begin(void);
+
+/*
+ * Timestamp for a stage about to begin; 0 when timing is off or when the
+ * folio being migrated is not one of the sampled ones.
+ */
 static inline u64 migrate_stage_begin(void)
 {
-	return migrate_stages_on() ? ktime_get_mono_fast_ns() ?: 1 : 0;
+	return migrate_stages_on() ? __migrate_stage_begin() : 0;
 }
 
 void __migrate_stage_end(enum migrate_stage stage, u64 t0);
@@ -104,9 +113,12 @@ u64 __migrate_stage_flush_begin(void);
 void __migrate_stage_batch_begin(struct migrate_stage_ctx *ctx, int mode,
 				 int reason);
 void __migrate_stage_batch_end(struct migrate_stage_ctx *ctx);
-void __migrate_stage_folio_unmapped(struct migrate_stage_ctx *ctx);
+void __migrate_stage_folio_unmapped(struct migrate_stage_ctx *ctx, int nr_pages,
+				    int pass);
+void __migrate_stage_folio_unmap_begin(struct migrate_stage_ctx *ctx);
 void __migrate_stage_folio_move_begin(struct migrate_stage_ctx *ctx,
-				      struct folio *src, struct folio *dst);
+				      struct folio *src, struct folio *dst,
+				      unsigned int idx, int pass);
 void __migrate_stage_folio_moved(struct migrate_stage_ctx *ctx,
 				 unsigned int idx, int pass, int rc);
 void __migrate_stage_fault_wait(unsigned long pfn, u64 t0);
@@ -151,20 +163,29 @@ static inline void migrate_stage_batch_end(struct migrate_stage_ctx *ctx)
 		__migrate_stage_batch_end(ctx);
 }
 
-/* A folio of the batch now has migration entries instead of PTEs. */
-static inline void migrate_stage_folio_unmapped(struct migrate_stage_ctx *ctx)
+/* A folio of @nr_pages now has migration entries instead of PTEs. */
+static inline void migrate_stage_folio_unmapped(struct migrate_stage_ctx *ctx,
+						int nr_pages, int pass)
 {
 	if (ctx->start)
-		__migrate_stage_folio_unmapped(ctx);
+		__migrate_stage_folio_unmapped(ctx, nr_pages, pass);
 }
 
-/* Moving @src to @dst begins: note them for the per-folio tracepoint. */
-static inline void migrate_stage_folio_move_begin(struct migrate_stage_ctx *ctx,
-						  struct folio *src,
-						  struct folio *dst)
+/* The batch is about to try unmapping its next folio. */
+static inline void migrate_stage_folio_unmap_begin(struct migrate_stage_ctx *ctx)
 {
 	if (ctx->start)
-		__migrate_stage_folio_move_begin(ctx, src, dst);
+		__migrate_stage_folio_unmap_begin(ctx);
+}
+
+/* Moving @src, the @idx-th unmapped folio, to @dst begins on @pass. */
+static inline void migrate_stage_folio_move_begin(struct migrate_stage_ctx *ctx,
+						  struct folio *src,
+						  struct folio *dst,
+						  unsigned int idx, int pass)
+{
+	if (ctx->start)
+		__migrate_stage_folio_move_begin(ctx, src, dst, idx, pass);
 }
 
 /* The @idx-th unmapped folio was moved (or given up) and unlocked. */
@@ -194,10 +215,13 @@ static inline u64 migrate_stage_flush_begin(void) { return 0; }
 static inline void migrate_stage_batch_begin(struct migrate_stage_ctx *ctx,
 					     int mode, int reason) { }
 static inline void migrate_stage_batch_end(struct migrate_stage_ctx *ctx) { }
-static inline void migrate_stage_folio_unmapped(struct migrate_stage_ctx *ctx) { }
+static inline void migrate_stage_folio_unmapped(struct migrate_stage_ctx *ctx,
+						int nr_pages, int pass) { }
+static inline void migrate_stage_folio_unmap_begin(struct migrate_stage_ctx *ctx) { }
 static inline void migrate_stage_folio_move_begin(struct migrate_stage_ctx *ctx,
 						  struct folio *src,
-						  struct folio *dst) { }
+						  struct folio *dst,
+						  unsigned int idx, int pass) { }
 static inline void migrate_stage_folio_moved(struct migrate_stage_ctx *ctx,
 					     unsigned int idx, int pass, int rc) { }
 static inline void migrate_stage_fault_wait(unsigned long pfn, u64 t0) { }

@@ -147,7 +147,7 @@ static void ms_test_enable_reset(struct kunit *test)
 /* Batch bookkeeping from synthetic unmap and unlock timestamps. */
 static void ms_test_ctx_window(struct kunit *test)
 {
-	struct migrate_stage_ctx ctx = { };
+	struct migrate_stage_ctx ctx = { .every = 1, .folio_on = true };
 	struct migrate_stage_slot slots[3] = { };
 
 	ctx.slots = slots;
@@ -215,7 +215,10 @@ static void ms_test_ring(struct kunit *test)
 /* Per-folio durations travel from the unmap phase to the move phase. */
 static void ms_test_folio_record(struct kunit *test)
 {
-	struct migrate_stage_ctx ctx = { .reason = MR_DEMOTION, .mode = MIGRATE_ASYNC };
+	struct migrate_stage_ctx ctx = {
+		.reason = MR_DEMOTION, .mode = MIGRATE_ASYNC,
+		.every = 1, .folio_on = true,
+	};
 	struct migrate_stage_slot slots[2] = { };
 	struct migrate_stage_rec rec;
 	u64 window;
@@ -269,7 +272,7 @@ static void ms_test_real_migration(struct kunit *test)
 	};
 	struct page *pages[MS_TEST_PAGES];
 	struct migrate_stage_sum *sum;
-	unsigned int nr_succeeded = 0;
+	unsigned int nr_succeeded = 0, every;
 	int i, cpu, ret, src, dst, got, isolated = 0;
 	unsigned long addr;
 	bool was_on;
@@ -317,6 +320,8 @@ static void ms_test_real_migration(struct kunit *test)
 
 	mutex_lock(&ms_lock);
 	was_on = ms_debugfs_on;
+	every = ms_sample_every;
+	WRITE_ONCE(ms_sample_every, 1);		/* every folio, to count them */
 	ret = ms_set(true);
 	if (!ret)
 		ms_reset();
@@ -336,6 +341,7 @@ static void ms_test_real_migration(struct kunit *test)
 		ms_merge(sum, per_cpu_ptr(ms_stats, cpu));
 	mutex_lock(&ms_lock);
 	ms_set(was_on);
+	WRITE_ONCE(ms_sample_every, every);
 	mutex_unlock(&ms_lock);
 
 	kunit_info(test, "node %d -> %d: isolated %d, migrated %u (ret %d)",
@@ -372,6 +378,23 @@ static void ms_test_real_migration(struct kunit *test)
 	}
 }
 
+/* Sampling picks 1 folio in N by a sequence that spans batches. */
+static void ms_test_sampling(struct kunit *test)
+{
+	struct migrate_stage_ctx ctx = { .every = 4, .seq = 2 };
+	int i, n = 0;
+
+	for (i = 0; i < 16; i++)
+		n += ms_sampled(&ctx, i);
+	KUNIT_EXPECT_EQ(test, 4, n);
+	KUNIT_EXPECT_FALSE(test, ms_sampled(&ctx, 0));
+	KUNIT_EXPECT_TRUE(test, ms_sampled(&ctx, 2));
+
+	KUNIT_EXPECT_EQ(test, -EINVAL, ms_set_sample("0"));
+	KUNIT_EXPECT_EQ(test, -EINVAL, ms_set_sample("65537"));
+	KUNIT_EXPECT_EQ(test, -EINVAL, ms_set_sample("x"));
+}
+
 static struct kunit_case migrate_stages_test_cases[] = {
 	KUNIT_CASE(ms_test_bucket),
 	KUNIT_CASE(ms_test_percentile),
@@ -380,6 +403,7 @@ static struct kunit_case migrate_stages_test_cases[] = {
 	KUNIT_CASE(ms_test_ctx_window),
 	KUNIT_CASE(ms_test_ring),
 	KUNIT_CASE(ms_test_folio_record),
+	KUNIT_CASE(ms_test_sampling),
 	KUNIT_CASE(ms_test_real_migration),
 	{}
 };

@@ -116,7 +116,8 @@ int main(void)
 	void *pages[NR_PAGES];
 	struct nu_topo topo;
 	pthread_t spin_tid;
-	int spin_cpu;
+	int spin_cpu, every = 64;
+	char cmd[32];
 	long page = sysconf(_SC_PAGESIZE);
 	long long v;
 	char *buf;
@@ -146,7 +147,17 @@ int main(void)
 
 	/* 1. bad input is refused with EINVAL */
 	ret = nu_write_str(STAGES_FILE, "bogus");
-	ksft_test_result(ret == -EINVAL, "rejects_bad_input (got %d)\n", ret);
+	{
+		int ret0 = nu_write_str(STAGES_FILE, "sample 0");
+
+		ksft_test_result(ret == -EINVAL && ret0 == -EINVAL,
+				 "rejects_bad_input (got %d, %d)\n", ret, ret0);
+	}
+	/* time every folio so the counts can be compared with what moved */
+	if (read_stages(text, sizeof(text)) > 0 && strstr(text, "sample_every "))
+		every = strtol(strstr(text, "sample_every ") + 13, NULL, 10);
+	if (nu_write_str(STAGES_FILE, "sample 1"))
+		ksft_exit_fail_msg("cannot set sampling to every folio\n");
 
 	/* 2. counts agree with what moved */
 	if (nu_write_str(STAGES_FILE, "reset") || nu_write_str(STAGES_FILE, "1"))
@@ -266,6 +277,8 @@ int main(void)
 
 	/* 5. reset clears the counters; switching off is accepted */
 	nu_write_str(STAGES_FILE, "0");
+	snprintf(cmd, sizeof(cmd), "sample %d", every);
+	nu_write_str(STAGES_FILE, cmd);
 	ret = nu_write_str(STAGES_FILE, "reset");
 	read_stages(text, sizeof(text));
 	v = total(text, "batches");
