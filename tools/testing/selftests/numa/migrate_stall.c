@@ -82,6 +82,8 @@ static const struct variant variants[] = {
 	"bench %s rep=%d stages=%s mbps=%.2f disruption=%.2f p50_us=%.0f p99_us=%.0f p999_us=%.0f max_us=%.0f window_mean_ns=%lld\n"
 #define FMT_BENCH_SUM \
 	"bench %s: throughput on/off = %.3f (off %.2f MB/s, on %.2f MB/s, median of %d); disruption off %.2f on %.2f\n"
+#define FMT_BENCH_PAIRS \
+	"bench %s: paired on/off ratios: median %.3f, min %.3f, max %.3f over %d pairs\n"
 #define CSV_BENCH_HEADER \
 	"variant,rep,stages,calls,mbps,disruption,g1_p50_us,g1_p99_us,g1_p999_us,g1_max_us,window_mean_ns\n"
 #define FMT_BENCH_CSV \
@@ -720,7 +722,7 @@ static void bench(void)
 		fputs(CSV_BENCH_HEADER, csv);
 	for (int vi = 0; vi < NR_VARIANTS; vi++) {
 		const struct variant *v = &variants[vi];
-		double rate[2][MAX_REPS], dis[2][MAX_REPS], off, on;
+		double rate[2][MAX_REPS], dis[2][MAX_REPS], pair[MAX_REPS], off, on;
 		int n = 0;
 
 		if (strcmp(v->name, opt.only ? opt.only : "move_pages_4k"))
@@ -728,10 +730,16 @@ static void bench(void)
 		for (int r = 0; r < opt.reps && r < MAX_REPS; r++, n++)
 			for (int i = 0; i < 2; i++)
 				rate[i][n] = bench_one(v, r, i, csv, &dis[i][n]);
+		/* each on run against the off run just before it */
+		for (int r = 0; r < n; r++)
+			pair[r] = rate[0][r] > 0 ? rate[1][r] / rate[0][r] : 0;
+		/* nu_median() sorts: pairs first */
 		off = nu_median(rate[0], n);
 		on = nu_median(rate[1], n);
 		ksft_print_msg(FMT_BENCH_SUM, v->name, off > 0 ? on / off : 0, off,
 			       on, n, nu_median(dis[0], n), nu_median(dis[1], n));
+		ksft_print_msg(FMT_BENCH_PAIRS, v->name, nu_median(pair, n),
+			       nu_min(pair, n), nu_max(pair, n), n);
 	}
 	if (csv)
 		fclose(csv);
