@@ -33,16 +33,23 @@ awk '
 		v = $3; sub(/:$/, "", v)
 		if (!(v in seen)) { seen[v] = 1; order[++nv] = v }
 		if ($4 == "bytes_copied") pages[v] = $5 / 4096
-		if ($4 ~ /^(alloc|lock|wb_wait|unmap|flush|copy|mapping|remap)$/)
+		if ($4 == "folios") folios[v] = $5
+		if ($4 ~ /^(alloc|lock|wb_wait|unmap|flush|copy|mapping|remap)$/) {
 			tot[v, $4] = $5 * $6
+			cnt[v, $4] = $5
+		}
 	}
 	END {
 		print "variant alloc lock wb_wait unmap flush copy mapping remap"
 		for (i = 1; i <= nv; i++) {
 			v = order[i]; f = pages[v] > 0 ? pages[v] : 1
+			# per-folio stages are sampled (pages counts sampled copies);
+			# flush is timed for every batch: scale by all pages moved
+			all = cnt[v, "copy"] > 0 ? f * folios[v] / cnt[v, "copy"] : f
 			printf "%s", v
 			n = split("alloc lock wb_wait unmap flush copy mapping remap", s, " ")
-			for (j = 1; j <= n; j++) printf " %.0f", tot[v, s[j]] / f
+			for (j = 1; j <= n; j++)
+				printf " %.0f", tot[v, s[j]] / (s[j] == "flush" ? all : f)
 			printf "\n"
 		}
 	}' "$log" >"$dat"
