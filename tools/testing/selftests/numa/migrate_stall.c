@@ -373,16 +373,34 @@ static char *make_buffer(const struct variant *v, size_t bytes, char *why,
 		w[1] = 0;
 	}
 	if (v->shared_fork) {
+		int ready[2], got = 0;
+		char c;
+
+		if (pipe(ready)) {
+			snprintf(why, why_len, "pipe: %s", strerror(errno));
+			return NULL;
+		}
 		for (int k = 0; k < NR_FORKED; k++) {
 			kids[k] = fork();
 			if (!kids[k]) {
-				/* map every page in this mm too, then wait */
+				/* map every page in this mm too, say so, wait */
 				touch_all(buf, bytes);
+				if (write(ready[1], "r", 1) != 1)
+					_exit(1);
 				pause();
 				_exit(0);
 			}
 		}
-		usleep(200000);
+		/* migrate only once every sharer has mapped every page */
+		close(ready[1]);
+		while (got < NR_FORKED && read(ready[0], &c, 1) == 1)
+			got++;
+		close(ready[0]);
+		if (got < NR_FORKED) {
+			snprintf(why, why_len, "only %d of %d sharers mapped the buffer",
+				 got, NR_FORKED);
+			return NULL;
+		}
 	}
 	return buf;
 }
@@ -417,6 +435,11 @@ static void run_variant(const struct variant *v, bool stages_on,
 	buf = make_buffer(v, bytes, o->why, sizeof(o->why), kids);
 	nu_set_mempolicy(MPOL_DEFAULT, NULL, 0);
 	if (!buf) {
+		for (int k = 0; k < NR_FORKED; k++)
+			if (kids[k] > 0) {
+				kill(kids[k], SIGKILL);
+				waitpid(kids[k], NULL, 0);
+			}
 		o->skipped = true;
 		return;
 	}
