@@ -333,26 +333,6 @@ static void numastat_sum(uint64_t *local, uint64_t *all)
 	}
 }
 
-static int read_idle(unsigned long long *idle, unsigned long long *total)
-{
-	unsigned long long v[8] = { 0 };
-	FILE *f = fopen("/proc/stat", "r");
-	int n;
-
-	if (!f)
-		return -1;
-	n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu",
-		   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
-	fclose(f);
-	if (n < 5)
-		return -1;
-	*total = 0;
-	for (int i = 0; i < 8; i++)
-		*total += v[i];
-	*idle = v[3] + v[4];
-	return 0;
-}
-
 /*
  * Run @n workers doing @work for one point and fill @r (only ops_s for
  * the control loop).  Returns 0, or -1 if the workers could not start.
@@ -417,7 +397,7 @@ static int run_point(int n, enum work work, struct result *r)
 		usleep(warm * 1e6);
 		set_phase(sh, PH_MEASURE);
 		numastat_sum(&l0, &a0);
-		read_idle(&i0, &t0);
+		nu_read_cpu_times(&i0, &t0);	/* busy jiffies */
 		start = nu_now();
 		last = start;
 		prev = total_ops(sh, n);
@@ -439,7 +419,7 @@ static int run_point(int n, enum work work, struct result *r)
 			wr[i] = (__atomic_load_n(&slot_of(sh, i)->ops,
 						 __ATOMIC_RELAXED) - wr[i]) / (end - start);
 		numastat_sum(&l1, &a1);
-		read_idle(&i1, &t1);
+		nu_read_cpu_times(&i1, &t1);
 	}
 	set_phase(sh, PH_STOP);
 	for (int i = 0; i < n; i++) {
@@ -473,7 +453,8 @@ static int run_point(int n, enum work work, struct result *r)
 		r->perf = perf;
 		r->faults_op = ops ? (double)(perf ? pf : mf) / ops : 0;
 		r->local = a1 > a0 ? (double)(l1 - l0) / (a1 - a0) : -1;
-		r->idle = t1 > t0 ? (double)(i1 - i0) / (t1 - t0) : -1;
+		/* idle = total - busy over the window */
+		r->idle = t1 > t0 ? 1.0 - (double)(i1 - i0) / (t1 - t0) : -1;
 		r->worker_min = nu_min(wr, n);
 		r->worker_med = nu_median(wr, n);
 	}

@@ -361,7 +361,8 @@ bool nu_in_vm(void)
 	return vm;
 }
 
-static int read_cpu_times(unsigned long long *busy, unsigned long long *total)
+/* All CPUs' busy (not idle, not iowait) and total jiffies from /proc/stat. */
+int nu_read_cpu_times(unsigned long long *busy, unsigned long long *total)
 {
 	unsigned long long v[10] = { 0 };
 	FILE *f;
@@ -388,10 +389,10 @@ double nu_busy_fraction(unsigned int ms)
 {
 	unsigned long long b0, t0, b1, t1;
 
-	if (read_cpu_times(&b0, &t0))
+	if (nu_read_cpu_times(&b0, &t0))
 		return -1;
 	usleep(ms * 1000);
-	if (read_cpu_times(&b1, &t1) || t1 == t0)
+	if (nu_read_cpu_times(&b1, &t1) || t1 == t0)
 		return -1;
 	return (double)(b1 - b0) / (double)(t1 - t0);
 }

@@ -73,6 +73,7 @@ long long nu_vmstat(const char *name);
 
 /* Environment. */
 bool nu_in_vm(void);
+int nu_read_cpu_times(unsigned long long *busy, unsigned long long *total);
 double nu_busy_fraction(unsigned int ms);
 double nu_now(void);
 
