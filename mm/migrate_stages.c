@@ -315,12 +315,8 @@ static void ms_stage_done(enum migrate_stage stage, u64 ns)
 	ms_record(ctx ? ctx->reason : MS_NO_REASON, stage, ns);
 }
 
-u64 __migrate_stage_begin(void)
+u64 __migrate_stage_now(void)
 {
-	struct migrate_stage_ctx *ctx = current->migrate_stage_ctx;
-
-	if (ctx && !ctx->folio_on)
-		return 0;
 	return ms_now() ?: 1;
 }
 
@@ -398,6 +394,7 @@ void __migrate_stage_batch_begin(struct migrate_stage_ctx *ctx, int mode,
 	ctx->reason = reason;
 	ctx->every = READ_ONCE(ms_sample_every) ?: 1;
 	ctx->seq = raw_cpu_read(ms_sample_seq);
+	ctx->trace_folio = trace_mm_migrate_folio_enabled();
 	/* No reclaim from here: we may be in compaction or reclaim already. */
 	ctx->slots = kmalloc(MS_WINDOW_SLOTS * sizeof(*ctx->slots) +
 			     MS_PEND * sizeof(*ctx->pend), GFP_NOWAIT | __GFP_NOWARN);
@@ -432,48 +429,33 @@ void __migrate_stage_batch_end(struct migrate_stage_ctx *ctx)
 	ctx->start = 0;
 }
 
-/* Note when the next unmapped folio lost its PTEs (@now if unknown). */
-static void ms_folio_unmapped(struct migrate_stage_ctx *ctx, u64 now)
+/*
+ * A sampled folio lost its PTEs: remember when (the start of its UNMAP)
+ * and what its ALLOC and UNMAP took, for its WINDOW and its record.  The
+ * counts are kept inline by migrate_stage_folio_unmapped().
+ */
+static void ms_slot_fill(struct migrate_stage_ctx *ctx, u64 now)
 {
-	if (ctx->nr_unmapped < ctx->cap_unmapped) {
-		struct migrate_stage_slot *slot = &ctx->slots[ctx->nr_unmapped];
+	struct migrate_stage_slot *slot;
 
-		slot->t_unmap = ctx->folio_on ? ctx->last_unmap ?: now : 0;
-		slot->alloc_ns = ctx->cur_alloc;
-		slot->unmap_ns = ctx->cur_unmap;
-	}
-	ctx->nr_unmapped++;
-	ctx->nr_folios++;
-	ctx->last_unmap = 0;
-	ctx->cur_alloc = 0;
-	ctx->cur_unmap = 0;
+	if (ctx->nr_unmapped >= ctx->cap_unmapped)
+		return;
+	slot = &ctx->slots[ctx->nr_unmapped];
+	/* a folio moved in place by ROCM was never unmapped: no WINDOW */
+	slot->t_unmap = ctx->cur_rocm ? 0 : ctx->last_unmap ?: now ?: 1;
+	slot->alloc_ns = ctx->cur_alloc;
+	slot->unmap_ns = ctx->cur_unmap;
 }
 
-void __migrate_stage_folio_unmapped(struct migrate_stage_ctx *ctx, int nr_pages,
-				    int pass)
+void __migrate_stage_folio_unmapped(struct migrate_stage_ctx *ctx)
 {
-	ctx->nr_pages += nr_pages;
-	ctx->nr_passes = max_t(u32, ctx->nr_passes, pass + 1);
-	/* only a sampled folio needs the time */
-	ms_folio_unmapped(ctx, ctx->folio_on ? ms_now() : 0);
+	ms_slot_fill(ctx, ctx->last_unmap ? 0 : ms_now());
 }
 
-/* Sample by position in the batch, so a folio is sampled in both phases. */
-static bool ms_sampled(const struct migrate_stage_ctx *ctx, unsigned int idx)
-{
-	return !((ctx->seq + idx) % ctx->every);
-}
-
-void __migrate_stage_folio_unmap_begin(struct migrate_stage_ctx *ctx)
-{
-	ctx->folio_on = ms_sampled(ctx, ctx->nr_unmapped);
-}
-
+/* A sampled (or traced) folio is about to be moved. */
 void __migrate_stage_folio_move_begin(struct migrate_stage_ctx *ctx,
-				      struct folio *src, struct folio *dst,
-				      unsigned int idx, int pass)
+				      struct folio *src, struct folio *dst)
 {
-	ctx->folio_on = !pass && ms_sampled(ctx, idx);
 	ctx->cur_src_pfn = folio_pfn(src);
 	ctx->cur_dst_pfn = folio_pfn(dst);
 	ctx->cur_order = folio_order(src);
@@ -497,8 +479,10 @@ static u64 ms_folio_moved(struct migrate_stage_ctx *ctx, unsigned int idx,
 		ctx->nr_retried++;
 		return 0;
 	}
-	if (rc != MIGRATEPAGE_SUCCESS || idx >= ctx->cap_unmapped ||
-	    idx >= ctx->nr_unmapped || !ctx->slots[idx].t_unmap)
+	/* only a sampled folio's slot was filled in */
+	if (rc != MIGRATEPAGE_SUCCESS || !ctx->folio_on ||
+	    idx >= ctx->cap_unmapped || idx >= ctx->nr_unmapped ||
+	    !ctx->slots[idx].t_unmap)
 		return 0;
 	window = now > ctx->slots[idx].t_unmap ? now - ctx->slots[idx].t_unmap : 0;
 	ms_ctx_add(ctx, MIGRATE_STAGE_WINDOW, window);
@@ -513,7 +497,8 @@ static void ms_fill_rec(struct migrate_stage_rec *rec,
 {
 	const struct migrate_stage_slot *slot = NULL;
 
-	if (!pass && idx < ctx->cap_unmapped && idx < ctx->nr_unmapped)
+	if (!pass && ctx->folio_on && idx < ctx->cap_unmapped &&
+	    idx < ctx->nr_unmapped)
 		slot = &ctx->slots[idx];
 	*rec = (struct migrate_stage_rec) {
 		.ts = now,
@@ -538,11 +523,7 @@ void __migrate_stage_folio_moved(struct migrate_stage_ctx *ctx,
 {
 	u64 now, window;
 
-	/* Unsampled folios cost no clock read unless the tracepoint wants them. */
-	if (!ctx->folio_on && !trace_mm_migrate_folio_enabled()) {
-		ms_folio_moved(ctx, idx, pass, rc, 0);
-		return;
-	}
+	/* called for sampled folios, and for all while the tracepoint is on */
 	now = ms_now();
 	window = ms_folio_moved(ctx, idx, pass, rc, now);
 

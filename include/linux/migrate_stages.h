@@ -15,6 +15,7 @@
 
 #include <linux/jump_label.h>
 #include <linux/migrate_mode.h>
+#include <linux/sched.h>
 #include <linux/types.h>
 
 struct folio;
@@ -57,6 +58,8 @@ struct migrate_stage_ctx {
 	unsigned int every;		/* time the stages of 1 folio in @every */
 	unsigned int seq;		/* sampling sequence at batch start */
 	bool folio_on;			/* the current folio is one of those */
+	bool trace_folio;		/* the per-folio tracepoint is on */
+	bool cur_rocm;			/* the folio moved without unmapping */
 	u64 ns[NR_MIGRATE_STAGES];	/* summed duration per stage */
 	u32 count[NR_MIGRATE_STAGES];	/* timed events per stage */
 	u64 window_max;			/* longest WINDOW of a folio, ns */
@@ -95,15 +98,30 @@ static inline bool migrate_stages_on(void)
 	return static_branch_unlikely(&migrate_stages_key);
 }
 
-u64 __migrate_stage_begin(void);
+u64 __migrate_stage_now(void);
 
 /*
  * Timestamp for a stage about to begin; 0 when timing is off or when the
- * folio being migrated is not one of the sampled ones.
+ * folio being migrated is not one of the sampled ones.  The checks are
+ * inline so that an unsampled folio costs no call.
  */
 static inline u64 migrate_stage_begin(void)
 {
-	return migrate_stages_on() ? __migrate_stage_begin() : 0;
+	struct migrate_stage_ctx *ctx;
+
+	if (!migrate_stages_on())
+		return 0;
+	ctx = current->migrate_stage_ctx;
+	if (ctx && !ctx->folio_on)
+		return 0;
+	return __migrate_stage_now();
+}
+
+/* Is the @idx-th folio of the batch one whose stages are timed? */
+static inline bool migrate_stage_sampled(const struct migrate_stage_ctx *ctx,
+					 unsigned int idx)
+{
+	return !((ctx->seq + idx) % ctx->every);
 }
 
 void __migrate_stage_end(enum migrate_stage stage, u64 t0);
@@ -113,12 +131,9 @@ u64 __migrate_stage_flush_begin(void);
 void __migrate_stage_batch_begin(struct migrate_stage_ctx *ctx, int mode,
 				 int reason);
 void __migrate_stage_batch_end(struct migrate_stage_ctx *ctx);
-void __migrate_stage_folio_unmapped(struct migrate_stage_ctx *ctx, int nr_pages,
-				    int pass);
-void __migrate_stage_folio_unmap_begin(struct migrate_stage_ctx *ctx);
+void __migrate_stage_folio_unmapped(struct migrate_stage_ctx *ctx);
 void __migrate_stage_folio_move_begin(struct migrate_stage_ctx *ctx,
-				      struct folio *src, struct folio *dst,
-				      unsigned int idx, int pass);
+				      struct folio *src, struct folio *dst);
 void __migrate_stage_folio_moved(struct migrate_stage_ctx *ctx,
 				 unsigned int idx, int pass, int rc);
 void __migrate_stage_fault_wait(unsigned long pfn, u64 t0);
@@ -163,19 +178,34 @@ static inline void migrate_stage_batch_end(struct migrate_stage_ctx *ctx)
 		__migrate_stage_batch_end(ctx);
 }
 
-/* A folio of @nr_pages now has migration entries instead of PTEs. */
+/*
+ * A folio of @nr_pages now has migration entries instead of PTEs.  Only
+ * a sampled folio needs more than the counts.
+ */
 static inline void migrate_stage_folio_unmapped(struct migrate_stage_ctx *ctx,
 						int nr_pages, int pass)
 {
-	if (ctx->start)
-		__migrate_stage_folio_unmapped(ctx, nr_pages, pass);
+	if (!ctx->start)
+		return;
+	ctx->nr_pages += nr_pages;
+	if (pass >= ctx->nr_passes)
+		ctx->nr_passes = pass + 1;
+	if (unlikely(ctx->folio_on))
+		__migrate_stage_folio_unmapped(ctx);
+	ctx->nr_unmapped++;
+	ctx->nr_folios++;
 }
 
 /* The batch is about to try unmapping its next folio. */
 static inline void migrate_stage_folio_unmap_begin(struct migrate_stage_ctx *ctx)
 {
-	if (ctx->start)
-		__migrate_stage_folio_unmap_begin(ctx);
+	if (!ctx->start)
+		return;
+	ctx->folio_on = migrate_stage_sampled(ctx, ctx->nr_unmapped);
+	ctx->cur_rocm = false;
+	ctx->last_unmap = 0;
+	ctx->cur_alloc = 0;
+	ctx->cur_unmap = 0;
 }
 
 /* Moving @src, the @idx-th unmapped folio, to @dst begins on @pass. */
@@ -184,16 +214,35 @@ static inline void migrate_stage_folio_move_begin(struct migrate_stage_ctx *ctx,
 						  struct folio *dst,
 						  unsigned int idx, int pass)
 {
-	if (ctx->start)
-		__migrate_stage_folio_move_begin(ctx, src, dst, idx, pass);
+	if (!ctx->start)
+		return;
+	ctx->folio_on = !pass && migrate_stage_sampled(ctx, idx);
+	if (unlikely(ctx->folio_on || ctx->trace_folio))
+		__migrate_stage_folio_move_begin(ctx, src, dst);
 }
 
 /* The @idx-th unmapped folio was moved (or given up) and unlocked. */
 static inline void migrate_stage_folio_moved(struct migrate_stage_ctx *ctx,
 					     unsigned int idx, int pass, int rc)
 {
-	if (ctx->start)
+	if (!ctx->start)
+		return;
+	if (unlikely(ctx->folio_on || ctx->trace_folio))
 		__migrate_stage_folio_moved(ctx, idx, pass, rc);
+	else if (pass)
+		ctx->nr_retried++;
+}
+
+/* The folio being unmapped was moved in place (ROCM): no unmapped window. */
+static inline void migrate_stage_rocm(void)
+{
+	struct migrate_stage_ctx *ctx;
+
+	if (!migrate_stages_on())
+		return;
+	ctx = current->migrate_stage_ctx;
+	if (ctx)
+		ctx->cur_rocm = true;
 }
 
 /* A thread slept on a migration entry of @pfn since @t0. */
@@ -225,6 +274,7 @@ static inline void migrate_stage_folio_move_begin(struct migrate_stage_ctx *ctx,
 static inline void migrate_stage_folio_moved(struct migrate_stage_ctx *ctx,
 					     unsigned int idx, int pass, int rc) { }
 static inline void migrate_stage_fault_wait(unsigned long pfn, u64 t0) { }
+static inline void migrate_stage_rocm(void) { }
 
 #endif /* CONFIG_MIGRATE_STAGES */
 

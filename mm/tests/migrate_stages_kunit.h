@@ -144,24 +144,37 @@ static void ms_test_enable_reset(struct kunit *test)
 		KUNIT_EXPECT_FALSE(test, READ_ONCE(ms_debugfs_on));
 }
 
+/*
+ * One folio through the inline unmap hooks of a timed batch; its UNMAP
+ * began at @t, or, for 0, the hook reads the clock.
+ */
+static void ms_test_unmap(struct migrate_stage_ctx *ctx, u64 t)
+{
+	migrate_stage_folio_unmap_begin(ctx);
+	ctx->last_unmap = t;	/* as __migrate_stage_unmapped() notes it */
+	migrate_stage_folio_unmapped(ctx, 1, 0);
+}
+
 /* Batch bookkeeping from synthetic unmap and unlock timestamps. */
 static void ms_test_ctx_window(struct kunit *test)
 {
-	struct migrate_stage_ctx ctx = { .every = 1, .folio_on = true };
+	struct migrate_stage_ctx ctx = { .start = 1, .every = 1 };
 	struct migrate_stage_slot slots[3] = { };
+	struct page *page;
+	u64 t0, t1;
 
 	ctx.slots = slots;
 	ctx.cap_unmapped = ARRAY_SIZE(slots);
 
-	/* Four folios unmapped at 100, 200, 300 (UNMAP began), and 400. */
-	ctx.last_unmap = 100;
-	ms_folio_unmapped(&ctx, 150);
-	ms_folio_unmapped(&ctx, 200);
-	ctx.last_unmap = 300;
-	ms_folio_unmapped(&ctx, 350);
-	ms_folio_unmapped(&ctx, 400);	/* beyond the scratch: untimed */
+	/* Four folios whose UNMAP began at 100, 200, 300 and 400. */
+	ms_test_unmap(&ctx, 100);
+	ms_test_unmap(&ctx, 200);
+	ms_test_unmap(&ctx, 300);
+	ms_test_unmap(&ctx, 400);	/* beyond the scratch: untimed */
 	KUNIT_EXPECT_EQ(test, 4U, ctx.nr_folios);
 	KUNIT_EXPECT_EQ(test, 4U, ctx.nr_unmapped);
+	KUNIT_EXPECT_EQ(test, 4U, ctx.nr_pages);
+	KUNIT_EXPECT_EQ(test, 1U, ctx.nr_passes);
 	KUNIT_EXPECT_EQ(test, 100ULL, slots[0].t_unmap);
 	KUNIT_EXPECT_EQ(test, 200ULL, slots[1].t_unmap);
 	KUNIT_EXPECT_EQ(test, 300ULL, slots[2].t_unmap);
@@ -182,6 +195,34 @@ static void ms_test_ctx_window(struct kunit *test)
 	/* A clock that went backwards never yields a huge window. */
 	slots[0].t_unmap = 5000;
 	KUNIT_EXPECT_EQ(test, 0ULL, ms_folio_moved(&ctx, 0, 0, MIGRATEPAGE_SUCCESS, 4000));
+
+	/* An unsampled folio is counted but leaves its slot alone. */
+	ctx = (struct migrate_stage_ctx) { .start = 1, .every = 2, .seq = 1 };
+	ctx.slots = slots;
+	ctx.cap_unmapped = ARRAY_SIZE(slots);
+	slots[0].t_unmap = 0;
+	ms_test_unmap(&ctx, 700);
+	KUNIT_EXPECT_FALSE(test, ctx.folio_on);
+	KUNIT_EXPECT_EQ(test, 0ULL, slots[0].t_unmap);
+	KUNIT_EXPECT_EQ(test, 1U, ctx.nr_unmapped);
+	/* the next one is sampled; with no UNMAP start noted, the clock */
+	t0 = local_clock();
+	ms_test_unmap(&ctx, 0);
+	t1 = local_clock();
+	KUNIT_EXPECT_TRUE(test, ctx.folio_on);
+	KUNIT_EXPECT_GE(test, slots[1].t_unmap, t0);
+	KUNIT_EXPECT_LE(test, slots[1].t_unmap, t1);
+	/* and only the sampled one gets a WINDOW when moved */
+	page = alloc_page(GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, page);
+	migrate_stage_folio_move_begin(&ctx, page_folio(page), page_folio(page), 0, 0);
+	KUNIT_EXPECT_FALSE(test, ctx.folio_on);
+	migrate_stage_folio_move_begin(&ctx, page_folio(page), page_folio(page), 1, 0);
+	KUNIT_EXPECT_TRUE(test, ctx.folio_on);
+	KUNIT_EXPECT_EQ(test, page_to_pfn(page), ctx.cur_src_pfn);
+	__free_page(page);
+	KUNIT_EXPECT_EQ(test, t1 + 10 - slots[1].t_unmap,
+			ms_folio_moved(&ctx, 1, 0, MIGRATEPAGE_SUCCESS, t1 + 10));
 }
 
 /* The per-folio ring keeps the newest records, oldest first on read. */
@@ -228,7 +269,8 @@ static void ms_test_folio_record(struct kunit *test)
 	ms_ctx_folio(&ctx, MIGRATE_STAGE_ALLOC, 11);
 	ms_ctx_folio(&ctx, MIGRATE_STAGE_UNMAP, 22);
 	ctx.last_unmap = 1000;
-	ms_folio_unmapped(&ctx, 1010);
+	ms_slot_fill(&ctx, 1010);
+	ctx.nr_unmapped++;
 	ms_ctx_folio(&ctx, MIGRATE_STAGE_ALLOC, 5);	/* a folio that failed */
 	KUNIT_EXPECT_EQ(test, 11ULL, slots[0].alloc_ns);
 	KUNIT_EXPECT_EQ(test, 22ULL, slots[0].unmap_ns);
@@ -385,10 +427,10 @@ static void ms_test_sampling(struct kunit *test)
 	int i, n = 0;
 
 	for (i = 0; i < 16; i++)
-		n += ms_sampled(&ctx, i);
+		n += migrate_stage_sampled(&ctx, i);
 	KUNIT_EXPECT_EQ(test, 4, n);
-	KUNIT_EXPECT_FALSE(test, ms_sampled(&ctx, 0));
-	KUNIT_EXPECT_TRUE(test, ms_sampled(&ctx, 2));
+	KUNIT_EXPECT_FALSE(test, migrate_stage_sampled(&ctx, 0));
+	KUNIT_EXPECT_TRUE(test, migrate_stage_sampled(&ctx, 2));
 
 	KUNIT_EXPECT_EQ(test, -EINVAL, ms_set_sample("0"));
 	KUNIT_EXPECT_EQ(test, -EINVAL, ms_set_sample("65537"));

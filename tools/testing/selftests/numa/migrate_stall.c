@@ -16,9 +16,15 @@
  * has /sys/kernel/debug/mm/migrate_stages the stage breakdown of each
  * variant is printed too.
  *
- * --bench runs the chosen variants with the stage timing off and on,
- * interleaved, in the same boot, and reports the on/off throughput
- * ratio, the disruption factor and stall percentiles.
+ * --bench measures, in one boot and under several concurrent loads
+ * (none, readers, readers+writers, readers+writers with a memory hog on
+ * node B), what switching the stage timing on costs.  Within one run the
+ * migration calls alternate off/on in ABBA blocks, so each on call has an
+ * off call in the same direction next to it; the median of those paired
+ * ratios, with a distribution-free 95% interval, is the cost.  An A/A run
+ * (both halves off) under the same load shows the resolution.  Each load
+ * also reports migration rate, stall percentiles and disruption factor
+ * for the off and on calls.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -26,6 +32,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -47,6 +54,10 @@
 #define MAX_REPS	16
 #define NR_FORKED	4		/* sharers in the shared_fork variant */
 #define PATTERN(i)	(0x5a5a000000000000ULL ^ (uint64_t)(i))
+#define HOG_MIB		16		/* memory the hog streams over */
+
+/* What the stamping threads are in: their gaps are kept apart per phase. */
+enum { PH_BASE, PH_OFF, PH_ON, PH_STOP };
 
 enum kind { V_MOVE_PAGES, V_MBIND, V_MIGRATE_PAGES };
 
@@ -57,6 +68,36 @@ struct variant {
 	bool thp;		/* MADV_HUGEPAGE instead of NOHUGEPAGE */
 	bool file;		/* read-only shared file mapping */
 	bool shared_fork;	/* MAP_SHARED anon, also mapped by children */
+};
+
+/* Concurrent load while the buffer migrates. */
+struct load {
+	const char *name;
+	bool workers;		/* the -w workers sweep the buffer */
+	bool write;		/* and write a word per page */
+	bool bystander;		/* a bystander on another node */
+	bool hog;		/* a thread streams over memory on node B */
+};
+
+static const struct load loads[] = {
+	{ .name = "idle" },
+	{ .name = "read",	.workers = true, .bystander = true },
+	{ .name = "rw",		.workers = true, .write = true, .bystander = true },
+	{ .name = "rw_hog",	.workers = true, .write = true, .bystander = true,
+	  .hog = true },
+};
+
+/* The default (check) load: workers write unless the buffer is read-only. */
+static const struct load load_check = {
+	.name = "check", .workers = true, .write = true, .bystander = true,
+};
+
+/* How the instrumentation is switched during the migration phase. */
+enum knob_mode {
+	KNOB_OFF,		/* off throughout */
+	KNOB_ON,		/* on throughout */
+	KNOB_AB,		/* ABBA blocks of off and on calls */
+	KNOB_AA,		/* the same blocks, both halves off (control) */
 };
 
 static const struct variant variants[] = {
@@ -73,21 +114,21 @@ static const struct variant variants[] = {
 
 /* Diagnostic and CSV line formats, each kept on one line for grep. */
 #define FMT_ENV \
-	"env node_a=%d node_b=%d workers=%d worker_cpus=%d migrator_cpu=%d bystander_cpu=%d buffer=%luMiB stages=%s virt=%s\n"
+	"env node_a=%d node_b=%d workers=%d worker_cpus=%d migrator_cpu=%d bystander_cpu=%d hog_cpu=%d buffer=%luMiB stages=%s virt=%s\n"
 #define FMT_STALL1 \
 	"stall variant=%s calls=%d call_ms_p50=%.1f pages_call=%.0f g0_p999_us=%.0f g1_p99_us=%.0f g1_p999_us=%.0f g1_max_us=%.0f\n"
 #define FMT_STALL2 \
 	"stall variant=%s bystander_p999_us=%.0f/%.0f mbps=%.1f disruption=%.2f tlb_ipis=%lld ipis_per_call=%.1f silence_ms=%.0f\n"
 #define FMT_BENCH \
-	"bench %s rep=%d stages=%s mbps=%.2f disruption=%.2f p50_us=%.0f p99_us=%.0f p999_us=%.0f max_us=%.0f window_mean_ns=%lld\n"
-#define FMT_BENCH_SUM \
-	"bench %s: throughput on/off = %.3f (off %.2f MB/s, on %.2f MB/s, median of %d); disruption off %.2f on %.2f\n"
-#define FMT_BENCH_PAIRS \
-	"bench %s: paired on/off ratios: median %.3f, min %.3f, max %.3f over %d pairs\n"
+	"bench %s load=%s stages=%s calls=%d mbps=%.2f pages_s=%.0f disruption=%.2f p50_us=%.0f p99_us=%.0f p999_us=%.0f max_us=%.0f window_mean_ns=%lld\n"
+#define FMT_BENCH_COST \
+	"bench %s load=%s: throughput on/off %.3f (95%% CI %.3f..%.3f, %d pairs); A/A control %.3f (95%% CI %.3f..%.3f, %d pairs): %s\n"
 #define CSV_BENCH_HEADER \
-	"variant,rep,stages,calls,mbps,disruption,g1_p50_us,g1_p99_us,g1_p999_us,g1_max_us,window_mean_ns\n"
+	"variant,load,run,call,dir,stages,ns,pages\n"
 #define FMT_BENCH_CSV \
-	"%s,%d,%s,%d,%.3f,%.3f,%.0f,%.0f,%.0f,%.0f,%lld\n"
+	"%s,%s,%s,%d,%d,%s,%.0f,%ld\n"
+#define CSV_BENCH_SUM_HEADER \
+	"variant,load,stages,calls,mbps,pages_s,disruption,p50_us,p99_us,p999_us,max_us,window_mean_ns\n"
 #define WHY_VM \
 	"%s.%s: p99.9 %.1f ms vs bound %.1f ms, in a VM (--force)\n"
 
@@ -98,16 +139,21 @@ static struct {
 	int workers;		/* worker threads on node A */
 	bool force;		/* apply timing bounds in VMs */
 	bool bench;		/* off/on comparison instead of checks */
-	int reps;		/* bench repetitions */
+	int reps;		/* bench rounds over all loads */
+	double bench_seconds;	/* migration phase of a bench run */
+	unsigned long bench_mib; /* buffer size of a bench run */
 	const char *only;	/* run only this variant */
 	const char *ext4_dir;	/* where the file_ro_ext4 file goes */
 	const char *csv;	/* bench CSV */
+	const char *loads;	/* bench loads, comma-separated (all) */
 } opt = {
 	.mib = 16,
 	.baseline = 1,
 	.seconds = 3,
 	.workers = 2,
-	.reps = 3,
+	.reps = 1,
+	.bench_seconds = 10,
+	.bench_mib = 4,
 };
 
 /* A stamping thread's private record; merged after the phase. */
@@ -121,14 +167,14 @@ struct stamper {
 	uint64_t sweeps;	/* complete passes */
 	uint64_t chunks;	/* progress stamps so far (read by main) */
 	uint64_t bad;		/* pattern mismatches seen */
-	struct nu_hist gaps[2];	/* [0] baseline, [1] migration phase */
+	struct nu_hist gaps[3];	/* per phase: PH_BASE, PH_OFF, PH_ON */
 };
 
 static int phase;		/* 0 baseline, 1 migrating, 2 stop */
 static long page_size;
 static int node_a = -1, node_b = -1;
 static int cpu_workers[MAX_WORKERS], nr_cpu_workers;
-static int cpu_migrator = -1, cpu_bystander = -1;
+static int cpu_migrator = -1, cpu_bystander = -1, cpu_hog = -1;
 static bool in_vm, have_stages;
 
 static int get_phase(void)
@@ -155,7 +201,7 @@ static void *stamp_thread(void *arg)
 
 	pin(s->cpu);
 	last = nu_now_ns();
-	while ((ph = get_phase()) < 2) {
+	while ((ph = get_phase()) < PH_STOP) {
 		for (size_t i = 0; i < s->pages; i++) {
 			uint64_t *w = (uint64_t *)(s->buf + i * page_size);
 
@@ -170,10 +216,10 @@ static void *stamp_thread(void *arg)
 			last = now;
 			__atomic_store_n(&s->chunks, s->chunks + 1, __ATOMIC_RELAXED);
 			ph = get_phase();
-			if (ph == 2)
+			if (ph == PH_STOP)
 				break;
 		}
-		if (ph < 2)
+		if (ph < PH_STOP)
 			s->sweeps++;
 	}
 	return NULL;
@@ -183,6 +229,29 @@ static void nodemask_of(int node, unsigned long *mask)
 {
 	memset(mask, 0, 2 * sizeof(*mask));
 	mask[node / (8 * sizeof(long))] |= 1UL << (node % (8 * sizeof(long)));
+}
+
+/* The hog: stream over memory on node B until the phase ends. */
+static void *hog_thread(void *arg)
+{
+	size_t bytes = (size_t)HOG_MIB << 20;
+	unsigned long bmask[2];
+	uint64_t *passes = arg;
+	char *mem;
+
+	pin(cpu_hog);
+	nodemask_of(node_b, bmask);
+	nu_set_mempolicy(MPOL_BIND, bmask, 8 * sizeof(bmask));
+	mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		   -1, 0);
+	if (mem == MAP_FAILED)
+		return NULL;
+	while (get_phase() < PH_STOP) {
+		memset(mem, (int)*passes, bytes);
+		__atomic_store_n(passes, *passes + 1, __ATOMIC_RELAXED);
+	}
+	munmap(mem, bytes);
+	return NULL;
 }
 
 /* Move the buffer to @to; return pages reported on @to, -1 on error. */
@@ -258,6 +327,8 @@ struct outcome {
 	char why[160];			/* and why */
 	int calls;			/* migration calls completed */
 	double call_ns[MAX_CALLS];	/* duration of each */
+	bool call_on[MAX_CALLS];	/* instrumentation on during it */
+	long call_pages[MAX_CALLS];	/* pages it left on the target */
 	double pages_per_call;		/* pages asked to move per call */
 	long min_on_target;		/* fewest pages on target after a call */
 	long moved_pages;		/* pages reported on target, summed */
@@ -266,8 +337,12 @@ struct outcome {
 	uint64_t bad_final;		/* mismatches in the final check */
 	double max_silence;		/* longest window with no progress, s */
 	struct nu_hist g0, g1;		/* worker gaps baseline / migrating */
+	struct nu_hist gs[2];		/* worker gaps in off / on calls */
 	struct nu_hist b0, b1;		/* bystander gaps */
 	double work0, work1;		/* worker chunks per second */
+	double work_in[2];		/* worker chunks during off / on calls */
+	double ns_in[2];		/* time in off / on calls */
+	uint64_t hog_passes;		/* sweeps the hog made */
 	long long ipis;			/* TLB shootdown IPIs in the phase */
 	char stages[8192];		/* debugfs breakdown, if any */
 };
@@ -411,12 +486,36 @@ static void stages_cmd(const char *cmd)
 		nu_write_str(STAGES_FILE, cmd);
 }
 
-/* Run @v once; @stages_on switches the stage timing for the phase. */
-static void run_variant(const struct variant *v, bool stages_on,
+/*
+ * Is call @i on in @mode?  ABBA blocks over call pairs (one each way):
+ * a block of four calls is two off then two on, the next two on then
+ * two off, and so on, so each on call has an off call in the same
+ * direction in its block.
+ */
+static bool knob_wanted(enum knob_mode mode, int i)
+{
+	switch (mode) {
+	case KNOB_ON:
+		return true;
+	case KNOB_AB:
+		return ((i / 2) & 1) ^ ((i / 4) & 1);
+	default:
+		return false;
+	}
+}
+
+/*
+ * Run @v once with @ld as the concurrent load; @mode says how the stage
+ * timing is switched for the migration phase.
+ */
+static void run_variant(const struct variant *v, const struct load *ld,
+			enum knob_mode mode, unsigned long mib, double seconds,
 			struct outcome *o)
 {
-	size_t bytes = opt.mib << 20, pages = bytes / page_size;
+	size_t bytes = mib << 20, pages = bytes / page_size;
 	struct stamper st[MAX_WORKERS + 1], *by = NULL;
+	pthread_t hog;
+	bool hog_on = false, knob = false;
 	pid_t kids[NR_FORKED] = { 0 };
 	unsigned long amask[2];
 	void **addrs;
@@ -450,19 +549,21 @@ static void run_variant(const struct variant *v, bool stages_on,
 		addrs[i] = buf + i * page_size;
 
 	memset(st, 0, sizeof(st));
-	__atomic_store_n(&phase, 0, __ATOMIC_RELEASE);
-	for (int w = 0; w < opt.workers; w++) {
+	__atomic_store_n(&phase, PH_BASE, __ATOMIC_RELEASE);
+	for (int w = 0; ld->workers && w < opt.workers; w++) {
 		size_t slice = pages / opt.workers;
 
 		st[w].cpu = cpu_workers[w % nr_cpu_workers];
 		st[w].buf = buf + w * slice * page_size;
 		st[w].first = w * slice;
 		st[w].pages = w == opt.workers - 1 ? pages - w * slice : slice;
-		st[w].write = !v->file;
+		st[w].write = ld->write && !v->file;
 		pthread_create(&st[w].tid, NULL, stamp_thread, &st[w]);
 		nw++;
 	}
-	if (cpu_bystander >= 0) {
+	if (ld->hog && cpu_hog >= 0)
+		hog_on = !pthread_create(&hog, NULL, hog_thread, &o->hog_passes);
+	if (ld->bystander && cpu_bystander >= 0) {
 		by = &st[nw];
 		bybuf = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE,
 			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -485,31 +586,39 @@ static void run_variant(const struct variant *v, bool stages_on,
 	o->work0 /= opt.baseline;
 
 	/* Migration phase. */
-	if (stages_on) {
+	if (mode != KNOB_OFF)
 		stages_cmd("reset");
-		stages_cmd("1");
-	}
 	ipi0 = tlb_ipis();
 	last_chunks = 0;
 	for (int w = 0; w < nw; w++)
 		last_chunks += st[w].chunks;
 	o->work1 = -(double)last_chunks;
-	__atomic_store_n(&phase, 1, __ATOMIC_RELEASE);
 	t_start = nu_now();
 	last_progress = t_start;
-	while (nu_now() - t_start < opt.seconds && o->calls < MAX_CALLS) {
-		double c0 = nu_now(), c1;
-		long on = move_buffer(v, buf, pages, dir ? node_b : node_a,
-				      dir ? node_a : node_b, addrs, nodes, status);
-		uint64_t chunks = 0;
+	while (nu_now() - t_start < seconds && o->calls < MAX_CALLS) {
+		bool want = knob_wanted(mode, o->calls);
+		uint64_t chunks = 0, before = last_chunks;
+		double c0, c1;
+		long on;
 
+		/* switching is not timed; A/A writes the same way, both off */
+		if (want != knob || (mode == KNOB_AA && o->calls % 2 == 0))
+			stages_cmd(want ? "1" : "0");
+		knob = want;
+		__atomic_store_n(&phase, want ? PH_ON : PH_OFF, __ATOMIC_RELEASE);
+		c0 = nu_now();
+		on = move_buffer(v, buf, pages, dir ? node_b : node_a,
+				 dir ? node_a : node_b, addrs, nodes, status);
 		c1 = nu_now();
 		if (on < 0) {
 			snprintf(o->why, sizeof(o->why), "migration call failed: %s",
 				 strerror(errno));
 			break;
 		}
+		o->call_on[o->calls] = want;
+		o->call_pages[o->calls] = on;
 		o->call_ns[o->calls++] = (c1 - c0) * 1e9;
+		o->ns_in[want] += (c1 - c0) * 1e9;
 		o->moved_pages += on;
 		if (o->min_on_target < 0 || on < o->min_on_target)
 			o->min_on_target = on;
@@ -517,6 +626,7 @@ static void run_variant(const struct variant *v, bool stages_on,
 		/* progress: any worker chunk since the last look */
 		for (int w = 0; w < nw; w++)
 			chunks += __atomic_load_n(&st[w].chunks, __ATOMIC_RELAXED);
+		o->work_in[want] += chunks - before;
 		if (chunks != last_chunks) {
 			last_chunks = chunks;
 			last_progress = c1;
@@ -527,26 +637,32 @@ static void run_variant(const struct variant *v, bool stages_on,
 	t_end = nu_now();
 	o->seconds = t_end - t_start;
 	o->pages_per_call = pages;
-	__atomic_store_n(&phase, 2, __ATOMIC_RELEASE);
+	__atomic_store_n(&phase, PH_STOP, __ATOMIC_RELEASE);
+	if (hog_on)
+		pthread_join(hog, NULL);
 	for (int w = 0; w < nw; w++) {
 		pthread_join(st[w].tid, NULL);
 		o->work1 += st[w].chunks;
 		o->bad += st[w].bad;
-		nu_hist_merge(&o->g0, &st[w].gaps[0]);
-		nu_hist_merge(&o->g1, &st[w].gaps[1]);
+		nu_hist_merge(&o->g0, &st[w].gaps[PH_BASE]);
+		nu_hist_merge(&o->g1, &st[w].gaps[PH_OFF]);
+		nu_hist_merge(&o->g1, &st[w].gaps[PH_ON]);
+		nu_hist_merge(&o->gs[0], &st[w].gaps[PH_OFF]);
+		nu_hist_merge(&o->gs[1], &st[w].gaps[PH_ON]);
 		/* the longest gap also bounds silence */
-		if (st[w].gaps[1].max / 1e9 > o->max_silence)
-			o->max_silence = st[w].gaps[1].max / 1e9;
+		if (o->g1.max / 1e9 > o->max_silence)
+			o->max_silence = o->g1.max / 1e9;
 	}
 	o->work1 /= o->seconds;
 	if (by) {
 		pthread_join(by->tid, NULL);
-		o->b0 = by->gaps[0];
-		o->b1 = by->gaps[1];
+		o->b0 = by->gaps[PH_BASE];
+		o->b1 = by->gaps[PH_OFF];
+		nu_hist_merge(&o->b1, &by->gaps[PH_ON]);
 		munmap(bybuf, 1 << 20);
 	}
 	o->ipis = ipi0 >= 0 ? tlb_ipis() - ipi0 : -1;
-	if (stages_on && have_stages) {
+	if (mode != KNOB_OFF && have_stages) {
 		nu_read_all(STAGES_FILE, o->stages, sizeof(o->stages));
 		stages_cmd("0");
 	}
@@ -622,7 +738,8 @@ static void check_variant(const struct variant *v)
 	double med = 0, bound;
 	uint64_t p0, p1;
 
-	run_variant(v, true, &o);
+	run_variant(v, &load_check, have_stages ? KNOB_ON : KNOB_OFF, opt.mib,
+		    opt.seconds, &o);
 	if (o.skipped) {
 		ksft_test_result_skip("%s.placement_and_integrity: %s\n", v->name, o.why);
 		ksft_test_result_skip("%s.progress: %s\n", v->name, o.why);
@@ -708,62 +825,167 @@ static long long window_mean(const char *stages)
 	return mean;
 }
 
-/* One bench run of @v with the stage timing @on; returns MB/s. */
-static double bench_one(const struct variant *v, int rep, bool on, FILE *csv,
-			double *disruption)
+/*
+ * Paired on/off throughput ratios of a KNOB_AB or KNOB_AA run: in every
+ * ABBA block each call is matched with the call in the same direction of
+ * the other half.  Returns the number of pairs put in @ratio.
+ */
+static int paired_ratios(const struct outcome *o, double *ratio)
 {
-	static struct outcome o;
-	long long win;
-	double mbps;
+	int n = 0;
 
-	run_variant(v, on, &o);
-	if (o.skipped)
-		ksft_exit_skip("%s: %s\n", v->name, o.why);
-	mbps = o.moved_pages * (double)page_size / (1 << 20) / o.seconds;
-	*disruption = o.work0 > 0 ? o.work1 / o.work0 : 0;
-	win = window_mean(o.stages);
-	ksft_print_msg(FMT_BENCH, v->name, rep, on ? "on" : "off", mbps, *disruption,
-		       nu_hist_pct(&o.g1, 50) / 1e3, nu_hist_pct(&o.g1, 99) / 1e3,
-		       nu_hist_pct(&o.g1, 99.9) / 1e3, o.g1.max / 1e3, win);
-	if (csv)
-		fprintf(csv, FMT_BENCH_CSV, v->name, rep, on ? "on" : "off", o.calls,
-			mbps, *disruption, nu_hist_pct(&o.g1, 50) / 1e3,
-			nu_hist_pct(&o.g1, 99) / 1e3, nu_hist_pct(&o.g1, 99.9) / 1e3,
-			o.g1.max / 1e3, win);
-	return mbps;
+	for (int b = 0; b + 4 <= o->calls; b += 4)
+		for (int d = 0; d < 2; d++) {
+			int x = b + d, y = b + 2 + d;
+			/* the "off" one of the pair: in A/A, the first half */
+			int off = o->call_on[x] ? y : x, on = off == x ? y : x;
+
+			if (o->call_ns[on] > 0 && o->call_pages[on] == o->call_pages[off])
+				ratio[n++] = o->call_ns[off] / o->call_ns[on];
+		}
+	return n;
 }
 
 /*
- * Off/on comparison of the stage timing in one boot: the runs alternate
- * off, on, off, on... so drift hits both alike; medians are compared.
+ * Median of @v with a distribution-free 95% confidence interval from the
+ * order statistics (the binomial sign-test interval).
  */
-static void bench(void)
+static double median_ci(double *v, int n, double *lo, double *hi)
 {
-	FILE *csv = opt.csv ? fopen(opt.csv, "w") : NULL;
+	double med = nu_median(v, n);	/* sorts @v */
+	double h = 0.98 * sqrt(n);
+	int l = (int)floor(n / 2.0 - h), u = (int)ceil(n / 2.0 + h);
 
-	if (csv)
-		fputs(CSV_BENCH_HEADER, csv);
-	for (int vi = 0; vi < NR_VARIANTS; vi++) {
-		const struct variant *v = &variants[vi];
-		double rate[2][MAX_REPS], dis[2][MAX_REPS], pair[MAX_REPS], off, on;
-		int n = 0;
+	*lo = n ? v[l < 0 ? 0 : l] : 0;
+	*hi = n ? v[u >= n ? n - 1 : u] : 0;
+	return med;
+}
 
-		if (strcmp(v->name, opt.only ? opt.only : "move_pages_4k"))
-			continue;
-		for (int r = 0; r < opt.reps && r < MAX_REPS; r++, n++)
-			for (int i = 0; i < 2; i++)
-				rate[i][n] = bench_one(v, r, i, csv, &dis[i][n]);
-		/* each on run against the off run just before it */
-		for (int r = 0; r < n; r++)
-			pair[r] = rate[0][r] > 0 ? rate[1][r] / rate[0][r] : 0;
-		/* nu_median() sorts: pairs first */
-		off = nu_median(rate[0], n);
-		on = nu_median(rate[1], n);
-		ksft_print_msg(FMT_BENCH_SUM, v->name, off > 0 ? on / off : 0, off,
-			       on, n, nu_median(dis[0], n), nu_median(dis[1], n));
-		ksft_print_msg(FMT_BENCH_PAIRS, v->name, nu_median(pair, n),
-			       nu_min(pair, n), nu_max(pair, n), n);
+static void bench_csv(FILE *csv, const struct variant *v, const struct load *ld,
+		      const char *run, const struct outcome *o)
+{
+	if (!csv)
+		return;
+	for (int i = 0; i < o->calls; i++)
+		fprintf(csv, FMT_BENCH_CSV, v->name, ld->name, run, i, i & 1,
+			o->call_on[i] ? "on" : "off", o->call_ns[i], o->call_pages[i]);
+}
+
+/* Rate, stalls and disruption of the off (@on false) or on calls of @o. */
+static void bench_report(const struct variant *v, const struct load *ld,
+			 const struct outcome *o, bool on, FILE *sum)
+{
+	const struct nu_hist *g = &o->gs[on];
+	double pages = 0, secs = o->ns_in[on] / 1e9, mbps, pps, dis;
+	long long win = on ? window_mean(o->stages) : 0;
+	int calls = 0;
+
+	for (int i = 0; i < o->calls; i++)
+		if (o->call_on[i] == on) {
+			pages += o->call_pages[i];
+			calls++;
+		}
+	pps = secs > 0 ? pages / secs : 0;
+	mbps = pps * page_size / (1 << 20);
+	dis = o->work0 > 0 && secs > 0 ? o->work_in[on] / secs / o->work0 : 0;
+	ksft_print_msg(FMT_BENCH, v->name, ld->name, on ? "on" : "off", calls, mbps,
+		       pps, dis, nu_hist_pct(g, 50) / 1e3, nu_hist_pct(g, 99) / 1e3,
+		       nu_hist_pct(g, 99.9) / 1e3, g->max / 1e3, win);
+	if (sum)
+		fprintf(sum, "%s,%s,%s,%d,%.3f,%.0f,%.3f,%.0f,%.0f,%.0f,%.0f,%lld\n",
+			v->name, ld->name, on ? "on" : "off", calls, mbps, pps, dis,
+			nu_hist_pct(g, 50) / 1e3, nu_hist_pct(g, 99) / 1e3,
+			nu_hist_pct(g, 99.9) / 1e3, g->max / 1e3, win);
+}
+
+/* Is @name one of the words of comma-separated @list? */
+static bool list_has(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = list; p; p = strchr(p, ',')) {
+		if (*p == ',')
+			p++;
+		if (!strncmp(p, name, n) && (p[n] == ',' || !p[n]))
+			return true;
 	}
+	return false;
+}
+
+/*
+ * The cost of the stage timing under each load, in one boot: an A/B run
+ * (calls alternate off/on in ABBA blocks) and an A/A control run.  The
+ * order of the two runs alternates from load to load and round to round.
+ */
+static void run_bench(void)
+{
+	static struct outcome ab, aa;
+	static double rab[MAX_REPS * MAX_CALLS / 2], raa[MAX_REPS * MAX_CALLS / 2];
+	FILE *csv = opt.csv ? fopen(opt.csv, "w") : NULL;
+	FILE *sum = NULL;
+	const struct variant *v = NULL;
+	char path[512];
+
+	if (!have_stages)
+		ksft_exit_skip("no %s (CONFIG_MIGRATE_STAGES, debugfs, root)\n",
+			       STAGES_FILE);
+	for (int i = 0; i < NR_VARIANTS; i++)
+		if (!strcmp(variants[i].name, opt.only ? opt.only : "move_pages_4k"))
+			v = &variants[i];
+	if (csv) {
+		fputs(CSV_BENCH_HEADER, csv);
+		snprintf(path, sizeof(path), "%s.summary", opt.csv);
+		sum = fopen(path, "w");
+		if (sum)
+			fputs(CSV_BENCH_SUM_HEADER, sum);
+	}
+	for (int l = 0; l < (int)ARRAY_SIZE(loads); l++) {
+		const struct load *ld = &loads[l];
+		int nab = 0, naa = 0;
+		double m, lo, hi, maa, loaa, hiaa;
+
+		if (opt.loads && !list_has(opt.loads, ld->name))
+			continue;
+		if (ld->hog && cpu_hog < 0) {
+			ksft_print_msg("%s load=%s: no spare CPU for the hog, skipped\n",
+				       v->name, ld->name);
+			continue;
+		}
+		for (int r = 0; r < opt.reps && r < MAX_REPS; r++) {
+			bool aa_first = (l + r) & 1;
+
+			for (int k = 0; k < 2; k++) {
+				bool is_aa = aa_first ^ k;
+				struct outcome *o = is_aa ? &aa : &ab;
+
+				run_variant(v, ld, is_aa ? KNOB_AA : KNOB_AB, opt.bench_mib,
+					    opt.bench_seconds, o);
+				if (o->skipped)
+					ksft_exit_skip("%s: %s\n", v->name, o->why);
+				if (o->bad || o->bad_final)
+					ksft_exit_fail_msg("%s load=%s: %llu corrupted reads\n",
+							   v->name, ld->name,
+							   (unsigned long long)(o->bad +
+										o->bad_final));
+				if (is_aa)
+					naa += paired_ratios(o, raa + naa);
+				else
+					nab += paired_ratios(o, rab + nab);
+				bench_csv(csv, v, ld, is_aa ? "aa" : "ab", o);
+			}
+			bench_report(v, ld, &ab, false, sum);
+			bench_report(v, ld, &ab, true, sum);
+		}
+		m = median_ci(rab, nab, &lo, &hi);
+		maa = median_ci(raa, naa, &loaa, &hiaa);
+		ksft_print_msg(FMT_BENCH_COST, v->name, ld->name, m, lo, hi, nab, maa,
+			       loaa, hiaa, naa,
+			       lo >= 0.98 ? "on costs at most 2%" :
+			       hi < 0.98 ? "on costs more than 2%" :
+			       "not resolved at 2%");
+	}
+	if (sum)
+		fclose(sum);
 	if (csv)
 		fclose(csv);
 }
@@ -772,7 +994,8 @@ static void usage(const char *prog)
 {
 	printf("Usage: %s [-b MiB] [-B sec] [-s sec] [-w workers] [-v variant]\n"
 	       "          [-o hist.csv] [--force]\n"
-	       "       %s --bench [-r reps] [-v variant] [-o csv]\n"
+	       "       %s --bench [-r rounds] [-S sec] [-M MiB] [-v variant] [-o csv]\n"
+	       "          [--loads idle,read,rw,rw_hog]\n"
 	       "  variants: move_pages_4k move_pages_thp mbind_4k migrate_pages_4k\n"
 	       "            file_ro_tmpfs file_ro_ext4 (needs --ext4-dir) shared_fork\n",
 	       prog, prog);
@@ -784,12 +1007,13 @@ static void parse_args(int argc, char **argv)
 		{ "force", no_argument, NULL, 1 },
 		{ "bench", no_argument, NULL, 2 },
 		{ "ext4-dir", required_argument, NULL, 3 },
+		{ "loads", required_argument, NULL, 4 },
 		{ "help", no_argument, NULL, 'h' },
 		{ }
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "b:B:s:w:v:r:o:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "b:B:s:S:M:w:v:r:o:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'b':
 			opt.mib = strtoul(optarg, NULL, 0);
@@ -799,6 +1023,12 @@ static void parse_args(int argc, char **argv)
 			break;
 		case 's':
 			opt.seconds = atof(optarg);
+			break;
+		case 'S':
+			opt.bench_seconds = atof(optarg);
+			break;
+		case 'M':
+			opt.bench_mib = strtoul(optarg, NULL, 0);
 			break;
 		case 'w':
 			opt.workers = atoi(optarg);
@@ -821,6 +1051,9 @@ static void parse_args(int argc, char **argv)
 		case 3:
 			opt.ext4_dir = optarg;
 			break;
+		case 4:
+			opt.loads = optarg;
+			break;
 		case 'h':
 			usage(argv[0]);
 			exit(0);
@@ -830,7 +1063,8 @@ static void parse_args(int argc, char **argv)
 		}
 	}
 	if (!opt.mib || opt.baseline <= 0 || opt.seconds <= 0 || opt.workers < 1 ||
-	    opt.workers > MAX_WORKERS || opt.reps < 1) {
+	    opt.workers > MAX_WORKERS || opt.reps < 1 || opt.reps > MAX_REPS ||
+	    !opt.bench_mib || opt.bench_seconds <= 0) {
 		usage(argv[0]);
 		exit(KSFT_FAIL);
 	}
@@ -880,6 +1114,9 @@ static void pick_topology(void)
 				cpu_migrator = nd->cpus[c];
 			else if (cpu_bystander < 0 && nd->cpus[c] != cpu_migrator)
 				cpu_bystander = nd->cpus[c];
+			else if (cpu_hog < 0 && nd->cpus[c] != cpu_migrator &&
+				 nd->cpus[c] != cpu_bystander)
+				cpu_hog = nd->cpus[c];
 		}
 	}
 }
@@ -898,11 +1135,12 @@ int main(int argc, char **argv)
 	if (!geteuid() && nu_read_str("/proc/sys/kernel/numa_balancing", nb, sizeof(nb)) > 0)
 		nu_write_str("/proc/sys/kernel/numa_balancing", "0");
 	ksft_print_msg(FMT_ENV, node_a, node_b, opt.workers, nr_cpu_workers, cpu_migrator,
-		       cpu_bystander, opt.mib, have_stages ? "yes" : "no",
+		       cpu_bystander, cpu_hog, opt.bench ? opt.bench_mib : opt.mib,
+		       have_stages ? "yes" : "no",
 		       in_vm ? "yes" : "no");
 
 	if (opt.bench) {
-		bench();
+		run_bench();
 	} else {
 		int nv = 0;
 
