@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * ROCM: read-only copy migration.
+ *
+ * A folio whose every mapping is a present, read-only PTE, and that no
+ * one can write in place without first taking the folio lock or copying
+ * it away (COW), can be copied while it stays mapped.  Each PTE is then
+ * switched straight to the copy under its page-table lock, so no
+ * migration entry is installed and no reader ever sleeps on one.  See
+ * Documentation/mm/migrate_rocm.rst for the rules and why each is needed.
+ */
+#ifndef _LINUX_MIGRATE_ROCM_H
+#define _LINUX_MIGRATE_ROCM_H
+
+#include <linux/migrate_mode.h>
+#include <linux/types.h>
+
+struct folio;
+
+/* Why a folio is not eligible; ROCM_OK when it is. */
+enum rocm_reason {
+	ROCM_OK,
+	ROCM_OFF,		/* vm.migrate_rocm is 0 */
+	ROCM_LARGE,		/* not order-0 */
+	ROCM_NOT_LRU,		/* movable_ops or off the LRU */
+	ROCM_HUGETLB,
+	ROCM_WRITEBACK,		/* under writeback */
+	ROCM_DIRTY,		/* a dirty page-cache folio */
+	ROCM_PINNED,		/* may be DMA-pinned */
+	ROCM_REFS,		/* references its mappings and caches do not explain */
+	ROCM_KSM,		/* KSM folios are left to the classic path for now */
+	ROCM_SWAPCACHE,
+	ROCM_MLOCKED,		/* mlocked folio or VM_LOCKED mapping */
+	ROCM_PRIVATE,		/* fs-private data (buffer heads) */
+	ROCM_MAPPING,		/* a_ops whose migrate_folio may touch more than data */
+	ROCM_EXCLUSIVE,		/* anon folio exclusive to one mapping */
+	ROCM_PTE_WRITE,		/* a writable PTE */
+	ROCM_PTE_DIRTY,		/* a dirty PTE of a page-cache folio */
+	ROCM_SHARED_WRITE,	/* shared writable mapping without page_mkwrite */
+	ROCM_PMD,		/* mapped by a PMD */
+	ROCM_CHANGED,		/* the mappings changed under the switch */
+	ROCM_RACE,		/* a reference appeared during the switch */
+	ROCM_COPY,		/* the copy hit a memory error */
+	NR_ROCM_REASONS
+};
+
+/* What the folio-level rules look at, gathered under the folio lock. */
+struct rocm_folio_facts {
+	unsigned int order;
+	bool lru;		/* an LRU folio (not movable_ops) */
+	bool hugetlb;
+	bool writeback;
+	bool dirty;		/* PG_dirty (page cache: and can be written back) */
+	bool anon;
+	bool ksm;
+	bool swapcache;
+	bool mlocked;
+	bool private;		/* PG_private */
+	bool maybe_pinned;	/* folio_maybe_dma_pinned() */
+	bool plain_aops;	/* page cache whose migrate_folio copies data only */
+	bool anon_exclusive;	/* PageAnonExclusive() */
+	int ref_count;		/* folio_ref_count() */
+	int expected_refs;	/* folio_expected_ref_count() + the isolation ref */
+};
+
+/* What the per-mapping rules look at, gathered under the PTE lock. */
+struct rocm_pte_facts {
+	bool anon;		/* the folio is anonymous */
+	bool pte_write;
+	bool pte_dirty;
+	bool anon_exclusive;
+	bool vm_locked;		/* VM_LOCKED */
+	bool vm_shared;		/* VM_SHARED */
+	bool vm_maywrite;	/* VM_MAYWRITE */
+	bool page_mkwrite;	/* vm_ops->page_mkwrite or pfn_mkwrite */
+};
+
+enum rocm_reason rocm_check_folio(const struct rocm_folio_facts *f);
+enum rocm_reason rocm_check_pte(const struct rocm_pte_facts *p);
+const char *rocm_reason_name(enum rocm_reason reason);
+
+#ifdef CONFIG_MIGRATE_ROCM
+#include <linux/jump_label.h>
+
+DECLARE_STATIC_KEY_FALSE(migrate_rocm_key);
+
+bool __migrate_rocm(struct folio *src, struct folio *dst,
+		    enum migrate_mode mode, int reason);
+
+/*
+ * Try to move locked, isolated, mapped @src to locked @dst without
+ * unmapping it.  True when every mapping now points at @dst and @src only
+ * waits to be freed; false when nothing changed and the classic path must
+ * run.  Off (vm.migrate_rocm = 0) it costs a patched-out branch.
+ */
+static inline bool migrate_rocm(struct folio *src, struct folio *dst,
+				enum migrate_mode mode, int reason)
+{
+	if (!static_branch_unlikely(&migrate_rocm_key))
+		return false;
+	return __migrate_rocm(src, dst, mode, reason);
+}
+#else
+static inline bool migrate_rocm(struct folio *src, struct folio *dst,
+				enum migrate_mode mode, int reason)
+{
+	return false;
+}
+#endif
+
+#endif /* _LINUX_MIGRATE_ROCM_H */

@@ -1,0 +1,418 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ROCM: read-only copy migration.
+ *
+ * The classic path replaces every PTE of a folio by a migration entry,
+ * copies the folio and puts PTEs back; a thread touching the folio in
+ * between sleeps in migration_entry_wait().  When every mapping of the
+ * folio is a present read-only PTE and nobody can write the folio in
+ * place without first taking its lock (which we hold) or copying it
+ * away, the copy can be made while the folio stays mapped.  Each PTE is
+ * then switched to the copy under its page-table lock: cleared and
+ * flushed, then set to the copy (break-before-make, as arm64 requires).
+ * A thread faulting in that moment waits for the page-table lock; none
+ * sleeps on a migration entry.
+ *
+ * Anything unexpected -- a PTE that became writable or dirty, a mapping
+ * that appeared during the switch, a reference nobody explains -- undoes
+ * the switch (every PTE back to the source, which was never written) and
+ * leaves the folio to the classic path.  See
+ * Documentation/mm/migrate_rocm.rst for the rules and their reasons.
+ */
+
+#include <linux/backing-dev.h>
+#include <linux/buffer_head.h>
+#include <linux/fs.h>
+#include <linux/highmem.h>
+#include <linux/jump_label.h>
+#include <linux/memcontrol.h>
+#include <linux/migrate.h>
+#include <linux/migrate_rocm.h>
+#include <linux/migrate_stages.h>
+#include <linux/mm.h>
+#include <linux/mmu_notifier.h>
+#include <linux/pagemap.h>
+#include <linux/rmap.h>
+#include <linux/swap.h>
+#include <linux/sysctl.h>
+#include <linux/vmstat.h>
+#include <trace/events/migrate.h>
+
+#include "internal.h"
+
+static const char * const rocm_reason_names[NR_ROCM_REASONS] = {
+	[ROCM_OK]		= "ok",
+	[ROCM_OFF]		= "off",
+	[ROCM_LARGE]		= "large",
+	[ROCM_NOT_LRU]		= "not_lru",
+	[ROCM_HUGETLB]		= "hugetlb",
+	[ROCM_WRITEBACK]	= "writeback",
+	[ROCM_DIRTY]		= "dirty",
+	[ROCM_PINNED]		= "pinned",
+	[ROCM_REFS]		= "refs",
+	[ROCM_KSM]		= "ksm",
+	[ROCM_SWAPCACHE]	= "swapcache",
+	[ROCM_MLOCKED]		= "mlocked",
+	[ROCM_PRIVATE]		= "private",
+	[ROCM_MAPPING]		= "mapping",
+	[ROCM_EXCLUSIVE]	= "anon_exclusive",
+	[ROCM_PTE_WRITE]	= "pte_write",
+	[ROCM_PTE_DIRTY]	= "pte_dirty",
+	[ROCM_SHARED_WRITE]	= "shared_writable",
+	[ROCM_PMD]		= "pmd",
+	[ROCM_CHANGED]		= "changed",
+	[ROCM_RACE]		= "race",
+	[ROCM_COPY]		= "copy_failed",
+};
+
+const char *rocm_reason_name(enum rocm_reason reason)
+{
+	if ((unsigned int)reason >= NR_ROCM_REASONS)
+		return "?";
+	return rocm_reason_names[reason];
+}
+
+/*
+ * The folio-level rules.  Each closes a way in which the folio could
+ * change, or stay referenced, behind the copy's back.
+ */
+enum rocm_reason rocm_check_folio(const struct rocm_folio_facts *f)
+{
+	if (f->order)
+		return ROCM_LARGE;
+	if (f->hugetlb)
+		return ROCM_HUGETLB;
+	if (!f->lru)
+		return ROCM_NOT_LRU;
+	if (f->ksm)
+		return ROCM_KSM;
+	if (f->swapcache)
+		return ROCM_SWAPCACHE;
+	if (f->writeback)
+		return ROCM_WRITEBACK;
+	/* dirty page cache of a filesystem that will write it back */
+	if (f->dirty && !f->anon)
+		return ROCM_DIRTY;
+	if (f->mlocked)
+		return ROCM_MLOCKED;
+	if (f->private)
+		return ROCM_PRIVATE;
+	if (!f->anon && !f->plain_aops)
+		return ROCM_MAPPING;
+	/* an exclusive anon folio may be reused in place on a write fault */
+	if (f->anon && f->anon_exclusive)
+		return ROCM_EXCLUSIVE;
+	if (f->maybe_pinned)
+		return ROCM_PINNED;
+	if (f->ref_count != f->expected_refs)
+		return ROCM_REFS;
+	return ROCM_OK;
+}
+
+/* The per-mapping rules, checked again under each PTE lock. */
+enum rocm_reason rocm_check_pte(const struct rocm_pte_facts *p)
+{
+	if (p->vm_locked)
+		return ROCM_MLOCKED;
+	if (p->pte_write)
+		return ROCM_PTE_WRITE;
+	/*
+	 * For page cache a dirty PTE is data not yet in the folio's dirty
+	 * state; leave it to the unmap, which moves it there.  A read-only
+	 * anon PTE may stay dirty after fork; the bit is carried over.
+	 */
+	if (p->pte_dirty && !p->anon)
+		return ROCM_PTE_DIRTY;
+	if (p->anon && p->anon_exclusive)
+		return ROCM_EXCLUSIVE;
+	/* shmem's write fault reuses the page without taking its lock */
+	if (!p->anon && p->vm_shared && p->vm_maywrite && !p->page_mkwrite)
+		return ROCM_SHARED_WRITE;
+	return ROCM_OK;
+}
+
+DEFINE_STATIC_KEY_FALSE(migrate_rocm_key);
+static int sysctl_migrate_rocm;
+
+static int rocm_sysctl_handler(const struct ctl_table *table, int write,
+			       void *buffer, size_t *lenp, loff_t *ppos)
+{
+	static DEFINE_MUTEX(lock);
+	int ret;
+
+	mutex_lock(&lock);
+	ret = proc_dointvec_minmax(table, write, buffer, lenp, ppos);
+	if (!ret && write) {
+		if (sysctl_migrate_rocm)
+			static_branch_enable(&migrate_rocm_key);
+		else
+			static_branch_disable(&migrate_rocm_key);
+	}
+	mutex_unlock(&lock);
+	return ret;
+}
+
+static struct ctl_table rocm_sysctls[] = {
+	{
+		.procname	= "migrate_rocm",
+		.data		= &sysctl_migrate_rocm,
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= rocm_sysctl_handler,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= SYSCTL_ONE,
+	},
+};
+
+static int __init rocm_sysctl_init(void)
+{
+	register_sysctl_init("vm", rocm_sysctls);
+	return 0;
+}
+late_initcall(rocm_sysctl_init);
+
+/* Does this page cache migrate by copying data and nothing else? */
+static bool rocm_plain_aops(struct address_space *mapping)
+{
+	int (*mf)(struct address_space *, struct folio *, struct folio *,
+		  enum migrate_mode) = mapping->a_ops->migrate_folio;
+
+	if (!mf)
+		return false;
+	if (mf == migrate_folio || mf == filemap_migrate_folio)
+		return true;
+#ifdef CONFIG_BLOCK
+	/* without buffer heads (checked as PG_private) these just copy */
+	if (mf == buffer_migrate_folio || mf == buffer_migrate_folio_norefs)
+		return true;
+#endif
+	return false;
+}
+
+static void rocm_folio_facts(struct folio *src, struct rocm_folio_facts *f)
+{
+	*f = (struct rocm_folio_facts) {
+		.order = folio_order(src),
+		.lru = !__folio_test_movable(src),
+		.hugetlb = folio_test_hugetlb(src),
+		.writeback = folio_test_writeback(src),
+		.dirty = folio_test_dirty(src),
+		.anon = folio_test_anon(src),
+		.ksm = folio_test_ksm(src),
+		.swapcache = folio_test_swapcache(src),
+		.mlocked = folio_test_mlocked(src),
+		.private = folio_test_private(src),
+		.maybe_pinned = folio_maybe_dma_pinned(src),
+		.ref_count = folio_ref_count(src),
+		.expected_refs = folio_expected_ref_count(src) + 1,
+	};
+	if (f->anon) {
+		f->anon_exclusive = PageAnonExclusive(&src->page);
+	} else if (src->mapping) {
+		f->plain_aops = rocm_plain_aops(src->mapping);
+		/* shmem's PG_dirty asks for swap space, not for writeback */
+		f->dirty = f->dirty && mapping_can_writeback(src->mapping);
+	}
+}
+
+/* One rmap walk moving PTEs from @from to @to. */
+struct rocm_walk {
+	struct folio *from;
+	struct folio *to;
+	bool check;		/* apply the rules (not when undoing) */
+	enum rocm_reason why;	/* first rule that failed */
+	unsigned int switched;	/* PTEs now pointing at @to */
+};
+
+static bool rocm_switch_one(struct folio *folio, struct vm_area_struct *vma,
+			    unsigned long address, void *arg)
+{
+	struct rocm_walk *w = arg;
+	struct folio *from = w->from, *to = w->to;
+	DEFINE_FOLIO_VMA_WALK(pvmw, from, vma, address, 0);
+	struct mm_struct *mm = vma->vm_mm;
+	struct mmu_notifier_range range;
+	bool ok = true;
+
+	mmu_notifier_range_init(&range, MMU_NOTIFY_CLEAR, 0, mm, address,
+				address + PAGE_SIZE);
+	mmu_notifier_invalidate_range_start(&range);
+	while (page_vma_mapped_walk(&pvmw)) {
+		const struct vm_operations_struct *ops = vma->vm_ops;
+		struct rocm_pte_facts p;
+		pte_t old, new;
+
+		if (!pvmw.pte) {
+			w->why = ROCM_PMD;
+			ok = false;
+			page_vma_mapped_walk_done(&pvmw);
+			break;
+		}
+		old = ptep_get(pvmw.pte);
+		p = (struct rocm_pte_facts) {
+			.anon = folio_test_anon(from),
+			.pte_write = pte_write(old),
+			.pte_dirty = pte_dirty(old),
+			.anon_exclusive = folio_test_anon(from) &&
+					  PageAnonExclusive(&from->page),
+			.vm_locked = vma->vm_flags & VM_LOCKED,
+			.vm_shared = vma->vm_flags & VM_SHARED,
+			.vm_maywrite = vma->vm_flags & VM_MAYWRITE,
+			.page_mkwrite = ops && (ops->page_mkwrite || ops->pfn_mkwrite),
+		};
+		if (w->check) {
+			enum rocm_reason why = rocm_check_pte(&p);
+
+			if (why) {
+				w->why = why;
+				ok = false;
+				page_vma_mapped_walk_done(&pvmw);
+				break;
+			}
+		}
+
+		/* break: no CPU may keep a translation to @from past here */
+		old = ptep_clear_flush(vma, pvmw.address, pvmw.pte);
+		if (w->check && (pte_write(old) ||
+				 (pte_dirty(old) && !folio_test_anon(from)))) {
+			/* hardware set a bit after we looked: put it back */
+			set_pte_at(mm, pvmw.address, pvmw.pte, old);
+			w->why = pte_write(old) ? ROCM_PTE_WRITE : ROCM_PTE_DIRTY;
+			ok = false;
+			page_vma_mapped_walk_done(&pvmw);
+			break;
+		}
+		/* make: same protection and software bits, the other page */
+		new = pfn_pte(folio_pfn(to), pte_pgprot(old));
+		folio_get(to);
+		if (folio_test_anon(to))
+			folio_add_anon_rmap_pte(to, &to->page, vma, pvmw.address,
+						RMAP_NONE);
+		else
+			folio_add_file_rmap_pte(to, &to->page, vma);
+		set_pte_at(mm, pvmw.address, pvmw.pte, new);
+		update_mmu_cache(vma, pvmw.address, pvmw.pte);
+		folio_remove_rmap_pte(from, &from->page, vma);
+		/* the isolation reference keeps @from alive */
+		folio_put(from);
+		w->switched++;
+	}
+	mmu_notifier_invalidate_range_end(&range);
+	return ok;
+}
+
+static bool rocm_invalid_vma(struct vm_area_struct *vma, void *arg)
+{
+	return vma_is_temporary_stack(vma);
+}
+
+static int rocm_walk_done(struct folio *folio)
+{
+	return !folio_mapped(folio);
+}
+
+static void rocm_walk(struct rocm_walk *w)
+{
+	struct rmap_walk_control rwc = {
+		.rmap_one = rocm_switch_one,
+		.arg = w,
+		.done = rocm_walk_done,
+		.anon_lock = folio_lock_anon_vma_read,
+		.invalid_vma = rocm_invalid_vma,
+	};
+
+	rmap_walk(w->from, &rwc);
+}
+
+static void rocm_fallback(struct folio *src, enum rocm_reason why)
+{
+	count_vm_event(MIGRATE_ROCM_FALLBACK);
+	trace_mm_migrate_rocm(folio_pfn(src), why);
+}
+
+/*
+ * Both folios are locked; @src is isolated and mapped, @dst is fresh.
+ * See the header for what the return value means.
+ */
+bool __migrate_rocm(struct folio *src, struct folio *dst,
+		    enum migrate_mode mode, int reason)
+{
+	struct address_space *mapping = folio_mapping(src);
+	struct rocm_folio_facts f;
+	struct rocm_walk w = { .from = src, .to = dst, .check = true };
+	enum rocm_reason why;
+	u64 t;
+
+	rocm_folio_facts(src, &f);
+	why = rocm_check_folio(&f);
+	if (why) {
+		rocm_fallback(src, why);
+		return false;
+	}
+
+	/* Copy while readers keep using the source. */
+	t = migrate_stage_begin();
+	if (folio_mc_copy(dst, src)) {
+		rocm_fallback(src, ROCM_COPY);
+		return false;
+	}
+	migrate_stage_copied(t, folio_size(src));
+
+	/*
+	 * Make @dst look like @src to the rmap and memcg before any PTE
+	 * points at it: same anon_vma or mapping and index, uptodate, and
+	 * charged to the same memcg (@src keeps its charge until freed).
+	 */
+	dst->index = src->index;
+	dst->mapping = src->mapping;
+	if (folio_test_swapbacked(src))
+		__folio_set_swapbacked(dst);
+	if (folio_test_uptodate(src))
+		folio_mark_uptodate(dst);
+	mem_cgroup_replace_folio(src, dst);
+
+	t = migrate_stage_begin();
+	rocm_walk(&w);
+	if (w.why == ROCM_OK && folio_mapped(src))
+		w.why = ROCM_CHANGED;	/* e.g. a fork mapped it again */
+	if (w.why == ROCM_OK &&
+	    folio_migrate_mapping(mapping, dst, src, 0) != MIGRATEPAGE_SUCCESS)
+		w.why = ROCM_RACE;
+	if (w.why != ROCM_OK) {
+		struct rocm_walk undo = { .from = dst, .to = src };
+
+		/* every PTE back to the untouched source */
+		if (folio_mapped(dst))
+			rocm_walk(&undo);
+		WARN_ON_ONCE(folio_mapped(dst));
+		dst->mapping = NULL;
+		__folio_clear_swapbacked(dst);
+		folio_clear_uptodate(dst);
+		rocm_fallback(src, w.why);
+		return false;
+	}
+	migrate_stage_end(MIGRATE_STAGE_REMAP, t);
+	migrate_stage_rocm();
+
+	folio_migrate_flags(dst, src);
+	/* as after move_to_new_folio(): page cache must not free a mapping */
+	if (!folio_test_anon(src))
+		src->mapping = NULL;
+	flush_dcache_folio(dst);
+
+	if (IS_ENABLED(CONFIG_DEBUG_VM)) {
+		void *a = kmap_local_folio(src, 0);
+		void *b = kmap_local_folio(dst, 0);
+
+		VM_WARN_ON_ONCE_FOLIO(memcmp(a, b, PAGE_SIZE), dst);
+		kunmap_local(b);
+		kunmap_local(a);
+	}
+	count_vm_event(MIGRATE_ROCM_SUCCESS);
+	trace_mm_migrate_rocm(folio_pfn(src), ROCM_OK);
+	return true;
+}
+
+#ifdef CONFIG_MIGRATE_ROCM_KUNIT_TEST
+#include "tests/migrate_rocm_kunit.h"
+#endif

@@ -1,0 +1,614 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rocm - read-only copy migration (vm.migrate_rocm).
+ *
+ * For each class of memory, a buffer with a known pattern is made on
+ * node A and moved A -> B -> A ... with move_pages() while reader
+ * threads on other CPUs read every page and check the pattern.
+ *
+ * Eligible classes (ext4 file mapped PROT_READ shared and private, tmpfs
+ * file opened read-only, anon memory shared copy-on-write after fork)
+ * must migrate through ROCM: the migrate_rocm_success counter rises by
+ * the pages moved, readers never sleep on a migration entry (FAULT_WAIT
+ * stays 0 in the stage statistics) and the content is intact.  The same
+ * run with vm.migrate_rocm = 0 is the control: it shows that the readers
+ * do meet migration entries on the classic path, i.e. that the check
+ * can fail.
+ *
+ * Ineligible classes (dirty ext4 page cache, anon memory exclusive to
+ * one process, tmpfs mapped shared and writable, ext4 pages written
+ * through a shared writable mapping, pages referenced by a pipe through
+ * vmsplice) must fall back: migrate_rocm_fallback rises, no success is
+ * counted, and the classic path still moves them (the pipe's pages once
+ * the pipe is drained) with the content intact.
+ *
+ * ext4 classes need --ext4-dir; rocm_ext4.sh sets up a loop device and
+ * runs them alone (--ext4-only).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/mempolicy.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+
+#include "../kselftest.h"
+#include "numa_util.h"
+
+#define SYSCTL		"/proc/sys/vm/migrate_rocm"
+#define STAGES_FILE	"/sys/kernel/debug/mm/migrate_stages"
+#define NR_READERS	2
+#define NR_KIDS		2
+#define PATTERN(i)	(0xc0c0000000000000ULL ^ (uint64_t)(i))
+
+enum cls {
+	C_EXT4_SHARED, C_EXT4_PRIVATE, C_TMPFS_RO, C_ANON_FORK,
+	C_EXT4_DIRTY, C_ANON_EXCL, C_TMPFS_SHARED_RW, C_EXT4_WRITTEN, C_PIPE_REF,
+	NR_CLS
+};
+
+static const struct {
+	const char *name;
+	bool eligible;
+	bool ext4;
+} cls_info[NR_CLS] = {
+	[C_EXT4_SHARED]		= { "ext4_shared_ro", true, true },
+	[C_EXT4_PRIVATE]	= { "ext4_private_ro", true, true },
+	[C_TMPFS_RO]		= { "tmpfs_ro", true, false },
+	[C_ANON_FORK]		= { "anon_fork", true, false },
+	[C_EXT4_DIRTY]		= { "ext4_dirty", false, true },
+	[C_ANON_EXCL]		= { "anon_exclusive", false, false },
+	[C_TMPFS_SHARED_RW]	= { "tmpfs_shared_rw", false, false },
+	[C_EXT4_WRITTEN]	= { "ext4_written_pte", false, true },
+	[C_PIPE_REF]		= { "pipe_ref", false, false },
+};
+
+static struct {
+	unsigned long pages;
+	int rounds;
+	const char *ext4_dir;
+	const char *only;
+	bool ext4_only;
+} opt = { .pages = 256, .rounds = 2 };
+
+static long page_size;
+static int node_a = -1, node_b = -1;
+static int cpu_mig = -1, cpu_read[NR_READERS];
+static bool have_stages;
+
+/* One test buffer and what holds it. */
+struct buf {
+	char *p;
+	size_t pages;
+	int fd;
+	pid_t kids[NR_KIDS];
+	int pipe[2];
+};
+
+struct reader {
+	pthread_t tid;
+	int cpu;
+	const struct buf *b;
+	const bool *stop;
+	uint64_t bad, reads;
+};
+
+static void pin(int cpu)
+{
+	cpu_set_t set;
+
+	if (cpu < 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
+static uint64_t load_word(const char *p)
+{
+	return __atomic_load_n((const uint64_t *)p, __ATOMIC_RELAXED);
+}
+
+static void *reader_fn(void *arg)
+{
+	struct reader *r = arg;
+
+	pin(r->cpu);
+	while (!__atomic_load_n(r->stop, __ATOMIC_RELAXED))
+		for (size_t i = 0; i < r->b->pages; i++) {
+			uint64_t v = load_word(r->b->p + i * page_size);
+
+			if (v != PATTERN(i))
+				r->bad++;
+			r->reads++;
+		}
+	return NULL;
+}
+
+static void bind_to(int node)
+{
+	unsigned long mask[2] = { 0, 0 };
+
+	mask[node / 64] = 1UL << (node % 64);
+	nu_set_mempolicy(MPOL_BIND, mask, 8 * sizeof(mask));
+}
+
+static void touch(const struct buf *b)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < b->pages; i++)
+		sum += load_word(b->p + i * page_size);
+	(void)sum;
+}
+
+/* Write the pattern to a new file in @dir; its fd, or -1 with @why. */
+static int pattern_file(const char *dir, size_t pages, bool sync, char *why)
+{
+	char path[512];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/rocm.XXXXXX", dir);
+	fd = mkstemp(path);
+	if (fd < 0) {
+		sprintf(why, "cannot create a file in %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	unlink(path);
+	for (size_t i = 0; i < pages; i++) {
+		uint64_t w = PATTERN(i);
+
+		if (pwrite(fd, &w, sizeof(w), i * page_size) != sizeof(w) ||
+		    ftruncate(fd, (i + 1) * page_size)) {
+			sprintf(why, "cannot write the file: %s", strerror(errno));
+			close(fd);
+			return -1;
+		}
+	}
+	if (sync) {
+		/* clean, and read back without buffer heads */
+		if (fsync(fd) || posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)) {
+			sprintf(why, "fsync/fadvise: %s", strerror(errno));
+			close(fd);
+			return -1;
+		}
+	}
+	return fd;
+}
+
+/* Build the buffer of class @c on node A; false with @why if not here. */
+static bool make_buf(enum cls c, struct buf *b, char *why)
+{
+	size_t bytes = opt.pages * page_size;
+	const char *tmp = getenv("TMPDIR") ?: "/tmp";
+	int prot = PROT_READ, flags = MAP_SHARED, fd = -1;
+
+	memset(b, 0, sizeof(*b));
+	b->pages = opt.pages;
+	b->fd = -1;
+	b->pipe[0] = -1;
+	b->pipe[1] = -1;
+	if (cls_info[c].ext4 && !opt.ext4_dir) {
+		snprintf(why, 256, "no --ext4-dir: run by rocm_ext4.sh");
+		return false;
+	}
+	pin(cpu_read[0]);
+	bind_to(node_a);
+	switch (c) {
+	case C_EXT4_SHARED:
+	case C_EXT4_PRIVATE:
+	case C_EXT4_DIRTY:
+	case C_EXT4_WRITTEN:
+		fd = pattern_file(opt.ext4_dir, b->pages, c != C_EXT4_DIRTY, why);
+		if (c == C_EXT4_PRIVATE)
+			flags = MAP_PRIVATE;
+		if (c == C_EXT4_WRITTEN)
+			prot |= PROT_WRITE;
+		break;
+	case C_TMPFS_RO:
+	case C_TMPFS_SHARED_RW: {
+		int wfd = pattern_file(tmp, b->pages, false, why);
+		char path[64];
+
+		if (wfd < 0)
+			break;
+		if (c == C_TMPFS_SHARED_RW) {
+			fd = wfd;
+			prot |= PROT_WRITE;
+			break;
+		}
+		/* the same file, opened read-only */
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", wfd);
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			sprintf(why, "reopen: %s", strerror(errno));
+		close(wfd);
+		break;
+	}
+	default:
+		break;
+	}
+	if (cls_info[c].ext4 || c == C_TMPFS_RO || c == C_TMPFS_SHARED_RW) {
+		if (fd < 0)
+			goto fail;
+		b->fd = fd;
+		b->p = mmap(NULL, bytes, prot, flags, fd, 0);
+	} else {
+		b->p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	}
+	if (b->p == MAP_FAILED) {
+		sprintf(why, "mmap: %s", strerror(errno));
+		b->p = NULL;
+		goto fail;
+	}
+	madvise(b->p, bytes, MADV_NOHUGEPAGE);
+	if (c == C_ANON_FORK || c == C_ANON_EXCL || c == C_PIPE_REF) {
+		for (size_t i = 0; i < b->pages; i++)
+			*(uint64_t *)(b->p + i * page_size) = PATTERN(i);
+	} else if (c == C_EXT4_WRITTEN) {
+		/* write through the shared mapping: writable, dirty PTEs */
+		for (size_t i = 0; i < b->pages; i++)
+			__atomic_store_n((uint64_t *)(b->p + i * page_size), PATTERN(i),
+					 __ATOMIC_RELAXED);
+	} else {
+		touch(b);
+	}
+	if (c == C_ANON_FORK || c == C_PIPE_REF) {
+		int ready[2], got = 0;
+		char ch;
+
+		if (pipe(ready)) {
+			sprintf(why, "pipe: %s", strerror(errno));
+			goto fail;
+		}
+		for (int k = 0; k < NR_KIDS; k++) {
+			b->kids[k] = fork();
+			if (!b->kids[k]) {
+				touch(b);
+				if (write(ready[1], "r", 1) != 1)
+					_exit(1);
+				pause();
+				_exit(0);
+			}
+		}
+		close(ready[1]);
+		while (got < NR_KIDS && read(ready[0], &ch, 1) == 1)
+			got++;
+		close(ready[0]);
+		if (got < NR_KIDS) {
+			sprintf(why, "only %d of %d children mapped the buffer", got, NR_KIDS);
+			goto fail;
+		}
+	}
+	if (c == C_PIPE_REF) {
+		/* the pipe holds a reference to every page it was given */
+		if (pipe(b->pipe) ||
+		    fcntl(b->pipe[1], F_SETPIPE_SZ, (int)(b->pages * page_size)) < 0) {
+			sprintf(why, "pipe of %zu pages: %s", b->pages, strerror(errno));
+			goto fail;
+		}
+		for (size_t i = 0; i < b->pages; i++) {
+			struct iovec iov = { b->p + i * page_size, 64 };
+
+			if (vmsplice(b->pipe[1], &iov, 1, 0) != 64) {
+				sprintf(why, "vmsplice: %s", strerror(errno));
+				goto fail;
+			}
+		}
+	}
+	nu_set_mempolicy(MPOL_DEFAULT, NULL, 0);
+	return true;
+fail:
+	nu_set_mempolicy(MPOL_DEFAULT, NULL, 0);
+	return false;
+}
+
+static void drain_pipe(struct buf *b)
+{
+	char sink[4096];
+
+	if (b->pipe[1] >= 0)
+		close(b->pipe[1]);
+	b->pipe[1] = -1;
+	while (b->pipe[0] >= 0 && read(b->pipe[0], sink, sizeof(sink)) > 0)
+		;
+	if (b->pipe[0] >= 0)
+		close(b->pipe[0]);
+	b->pipe[0] = -1;
+}
+
+static void free_buf(struct buf *b)
+{
+	for (int k = 0; k < NR_KIDS; k++)
+		if (b->kids[k] > 0) {
+			kill(b->kids[k], SIGKILL);
+			waitpid(b->kids[k], NULL, 0);
+		}
+	drain_pipe(b);
+	if (b->p)
+		munmap(b->p, b->pages * page_size);
+	if (b->fd >= 0)
+		close(b->fd);
+}
+
+/* Move every page of @b to @node; pages that got there, or -1. */
+static long move_all(const struct buf *b, int node)
+{
+	void **addrs = calloc(b->pages, sizeof(*addrs));
+	int *nodes = calloc(b->pages, sizeof(*nodes));
+	int *status = calloc(b->pages, sizeof(*status));
+	long on = -1;
+
+	if (!addrs || !nodes || !status)
+		goto out;
+	for (size_t i = 0; i < b->pages; i++) {
+		addrs[i] = b->p + i * page_size;
+		nodes[i] = node;
+	}
+	if (nu_move_pages(0, b->pages, addrs, nodes, status, MPOL_MF_MOVE_ALL) < 0)
+		goto out;
+	/* ask again: a page that failed reports -errno, not its node */
+	if (nu_move_pages(0, b->pages, addrs, NULL, status, 0) < 0)
+		goto out;
+	on = 0;
+	for (size_t i = 0; i < b->pages; i++)
+		on += status[i] == node;
+out:
+	free(addrs);
+	free(nodes);
+	free(status);
+	return on;
+}
+
+/* FAULT_WAIT count from the stage statistics, -1 when unavailable. */
+static long long fault_waits(void)
+{
+	static char text[16384];
+	const char *p;
+	long long n;
+
+	if (!have_stages || nu_read_all(STAGES_FILE, text, sizeof(text)) <= 0)
+		return -1;
+	p = strstr(text, "\nfault_wait ");
+	if (!p || sscanf(p + 12, "%lld", &n) != 1)
+		return -1;
+	return n;
+}
+
+/* What one run of a class measured. */
+struct run {
+	bool ok;		/* it ran */
+	char why[256];		/* why not */
+	long long success, fallback;	/* vmstat deltas */
+	long long waits;	/* FAULT_WAIT events, -1 unknown */
+	long moved;		/* pages found on target, summed over calls */
+	long asked;		/* pages asked to move, summed */
+	uint64_t bad;		/* pattern mismatches seen or left */
+	uint64_t reads;
+};
+
+static void run_class(enum cls c, bool rocm, struct run *r)
+{
+	struct reader rd[NR_READERS];
+	bool stop = false;
+	struct buf b;
+	long long s0, f0;
+
+	memset(r, 0, sizeof(*r));
+	if (!make_buf(c, &b, r->why)) {
+		free_buf(&b);
+		return;
+	}
+	nu_write_str(SYSCTL, rocm ? "1" : "0");
+	if (have_stages) {
+		nu_write_str(STAGES_FILE, "reset");
+		nu_write_str(STAGES_FILE, "1");
+	}
+	for (int i = 0; i < NR_READERS; i++) {
+		rd[i] = (struct reader){ .cpu = cpu_read[i], .b = &b, .stop = &stop };
+		pthread_create(&rd[i].tid, NULL, reader_fn, &rd[i]);
+	}
+	usleep(20000);
+	pin(cpu_mig);
+	s0 = nu_vmstat("migrate_rocm_success");
+	f0 = nu_vmstat("migrate_rocm_fallback");
+	for (int i = 0; i < 2 * opt.rounds; i++) {
+		long on = move_all(&b, i & 1 ? node_a : node_b);
+
+		if (on < 0) {
+			sprintf(r->why, "move_pages: %s", strerror(errno));
+			break;
+		}
+		r->moved += on;
+		r->asked += b.pages;
+	}
+	r->success = nu_vmstat("migrate_rocm_success") - s0;
+	r->fallback = nu_vmstat("migrate_rocm_fallback") - f0;
+	__atomic_store_n(&stop, true, __ATOMIC_RELAXED);
+	for (int i = 0; i < NR_READERS; i++) {
+		pthread_join(rd[i].tid, NULL);
+		r->bad += rd[i].bad;
+		r->reads += rd[i].reads;
+	}
+	r->waits = fault_waits();
+	if (have_stages)
+		nu_write_str(STAGES_FILE, "0");
+	if (c == C_PIPE_REF) {
+		/* once the pipe lets go, the classic path must move them */
+		drain_pipe(&b);
+		nu_write_str(SYSCTL, "0");
+		r->moved += move_all(&b, node_b);
+		r->asked += b.pages;
+	}
+	for (size_t i = 0; i < b.pages; i++)
+		r->bad += *(uint64_t *)(b.p + i * page_size) != PATTERN(i);
+	nu_write_str(SYSCTL, "0");
+	free_buf(&b);
+	r->ok = !r->why[0];
+}
+
+static void report(enum cls c)
+{
+	const char *n = cls_info[c].name;
+	struct run on, off;
+	long long want;
+
+	run_class(c, true, &on);
+	if (!on.ok) {
+		ksft_test_result_skip("%s.migrated: %s\n", n, on.why);
+		ksft_test_result_skip("%s.intact: %s\n", n, on.why);
+		ksft_test_result_skip("%s.path: %s\n", n, on.why);
+		ksft_test_result_skip("%s.no_fault_wait: %s\n", n, on.why);
+		return;
+	}
+	ksft_print_msg("%s: rocm=1 moved %ld/%ld success %lld fallback %lld\n",
+		       n, on.moved, on.asked, on.success, on.fallback);
+	ksft_print_msg("%s: rocm=1 fault_wait %lld reads %llu\n", n, on.waits,
+		       (unsigned long long)on.reads);
+	/* c_pipe_ref only moves once the pipe is drained */
+	ksft_test_result(c == C_PIPE_REF ? on.moved >= (long)opt.pages :
+			 on.moved == on.asked,
+			 "%s.migrated (%ld of %ld pages reached the target)\n",
+			 n, on.moved, on.asked);
+	ksft_test_result(!on.bad, "%s.intact (%llu mismatches)\n", n,
+			 (unsigned long long)on.bad);
+	want = (long long)opt.pages * 2 * opt.rounds;
+	if (cls_info[c].eligible)
+		ksft_test_result(on.success >= want,
+				 "%s.path: rocm (success %lld, fallback %lld, want %lld)\n",
+				 n, on.success, on.fallback, want);
+	else
+		ksft_test_result(!on.success && on.fallback >= want,
+				 "%s.path: classic (success %lld, fallback %lld, want %lld)\n",
+				 n, on.success, on.fallback, want);
+
+	if (!cls_info[c].eligible) {
+		ksft_test_result_skip("%s.no_fault_wait: not an eligible class\n", n);
+		return;
+	}
+	if (on.waits < 0) {
+		ksft_test_result_skip("%s.no_fault_wait: no %s\n", n, STAGES_FILE);
+		return;
+	}
+	/* the control: the classic path must make the same readers wait */
+	run_class(c, false, &off);
+	ksft_print_msg("%s: rocm=0 moved %ld/%ld fault_wait %lld (control)\n", n,
+		       off.moved, off.asked, off.waits);
+	if (on.waits)
+		ksft_test_result_fail("%s.no_fault_wait: %lld sleeps on migration entries\n",
+				      n, on.waits);
+	else if (!off.ok || off.waits <= 0)
+		ksft_test_result_skip("%s.no_fault_wait: 0, but so had the classic control\n", n);
+	else
+		ksft_test_result_pass("%s.no_fault_wait (0; classic control %lld)\n", n,
+				      off.waits);
+}
+
+static bool selected(int c)
+{
+	if (opt.ext4_only && !cls_info[c].ext4)
+		return false;
+	return !opt.only || !strcmp(opt.only, cls_info[c].name);
+}
+
+static void pick_topology(void)
+{
+	struct nu_topo t;
+	int nr = 0;
+
+	if (nu_topo_read(&t) || !t.nr_eligible)
+		ksft_exit_skip("cannot read a NUMA topology with CPUs and memory\n");
+	node_a = t.node[t.eligible[0]].id;
+	for (int i = 0; i < t.nr_nodes; i++)
+		if (t.node[i].id != node_a && t.node[i].has_memory && t.node[i].allowed) {
+			node_b = t.node[i].id;
+			break;
+		}
+	if (node_b < 0)
+		ksft_exit_skip("needs two memory nodes\n");
+	/* readers and migrator on distinct CPUs where there are enough */
+	for (int i = 0; i < t.nr_nodes; i++)
+		for (int k = 0; k < t.node[i].nr_cpus; k++) {
+			if (nr < NR_READERS)
+				cpu_read[nr] = t.node[i].cpus[k];
+			else if (nr == NR_READERS)
+				cpu_mig = t.node[i].cpus[k];
+			nr++;
+		}
+	for (int i = nr; i < NR_READERS; i++)
+		cpu_read[i] = cpu_read[0];
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "ext4-dir", required_argument, NULL, 'e' },
+		{ "ext4-only", no_argument, NULL, 'E' },
+		{ }
+	};
+	char nb[16] = "";
+	int ch, n = 0;
+
+	page_size = sysconf(_SC_PAGESIZE);
+	while ((ch = getopt_long(argc, argv, "p:r:v:e:", lo, NULL)) != -1) {
+		switch (ch) {
+		case 'p':
+			opt.pages = strtoul(optarg, NULL, 0);
+			break;
+		case 'r':
+			opt.rounds = atoi(optarg);
+			break;
+		case 'v':
+			opt.only = optarg;
+			break;
+		case 'e':
+			opt.ext4_dir = optarg;
+			break;
+		case 'E':
+			opt.ext4_only = true;
+			break;
+		default:
+			fprintf(stderr, "usage: %s [-p pages] [-r rounds] [-v class]\n"
+				"          [--ext4-dir DIR [--ext4-only]]\n", argv[0]);
+			return KSFT_FAIL;
+		}
+	}
+	if (!opt.pages || opt.rounds < 1)
+		return KSFT_FAIL;
+	ksft_print_header();
+	if (geteuid())
+		ksft_exit_skip("needs root (sysctl, MPOL_MF_MOVE_ALL)\n");
+	if (access(SYSCTL, W_OK))
+		ksft_exit_skip("no %s: kernel without CONFIG_MIGRATE_ROCM\n", SYSCTL);
+	if (nu_vmstat("migrate_rocm_success") < 0)
+		ksft_exit_skip("no migrate_rocm_* in /proc/vmstat\n");
+	pick_topology();
+	have_stages = !access(STAGES_FILE, W_OK);
+	if (nu_read_str("/proc/sys/kernel/numa_balancing", nb, sizeof(nb)) > 0)
+		nu_write_str("/proc/sys/kernel/numa_balancing", "0");
+	for (int c = 0; c < NR_CLS; c++)
+		n += selected(c);
+	if (!n)
+		ksft_exit_fail_msg("no class named %s\n", opt.only);
+	ksft_set_plan(4 * n);
+	ksft_print_msg("node_a=%d node_b=%d readers on cpus %d,%d migrator on %d, %lu pages\n",
+		       node_a, node_b, cpu_read[0], cpu_read[1], cpu_mig, opt.pages);
+	for (int c = 0; c < NR_CLS; c++)
+		if (selected(c))
+			report(c);
+	if (nb[0])
+		nu_write_str("/proc/sys/kernel/numa_balancing", nb);
+	ksft_finished();
+}
