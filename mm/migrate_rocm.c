@@ -220,6 +220,7 @@ struct rocm_walk {
 	struct folio *from;
 	struct folio *to;
 	bool check;		/* apply the rules (not when undoing) */
+	bool defer;		/* batch the flushes (x86, not when undoing) */
 	enum rocm_reason why;	/* first rule that failed */
 	unsigned int switched;	/* PTEs now pointing at @to */
 };
@@ -249,6 +250,13 @@ static bool rocm_switch_one(struct folio *folio, struct vm_area_struct *vma,
 			break;
 		}
 		old = ptep_get(pvmw.pte);
+		if (!pte_present(old)) {
+			/* a device-exclusive entry: leave it to the classic path */
+			w->why = ROCM_CHANGED;
+			ok = false;
+			page_vma_mapped_walk_done(&pvmw);
+			break;
+		}
 		p = (struct rocm_pte_facts) {
 			.anon = folio_test_anon(from),
 			.pte_write = pte_write(old),
@@ -271,8 +279,17 @@ static bool rocm_switch_one(struct folio *folio, struct vm_area_struct *vma,
 			}
 		}
 
-		/* break: no CPU may keep a translation to @from past here */
-		old = ptep_clear_flush(vma, pvmw.address, pvmw.pte);
+		/*
+		 * Break: clear, and (unless deferred) flush, so no CPU keeps
+		 * a translation to @from.  A deferred flush is safe on x86:
+		 * a stale entry can only read @from, which nobody writes and
+		 * which is freed after the batch's flush; a write through it
+		 * faults and finds the new PTE.
+		 */
+		if (w->defer)
+			old = ptep_get_and_clear(mm, pvmw.address, pvmw.pte);
+		else
+			old = ptep_clear_flush(vma, pvmw.address, pvmw.pte);
 		if (w->check && (pte_write(old) ||
 				 (pte_dirty(old) && !folio_test_anon(from)))) {
 			/* hardware set a bit after we looked: put it back */
@@ -291,6 +308,8 @@ static bool rocm_switch_one(struct folio *folio, struct vm_area_struct *vma,
 		else
 			folio_add_file_rmap_pte(to, &to->page, vma);
 		set_pte_at(mm, pvmw.address, pvmw.pte, new);
+		if (w->defer && !rocm_defer_flush(mm, old, pvmw.address))
+			flush_tlb_page(vma, pvmw.address);
 		update_mmu_cache(vma, pvmw.address, pvmw.pte);
 		folio_remove_rmap_pte(from, &from->page, vma);
 		/* the isolation reference keeps @from alive */
@@ -300,6 +319,14 @@ static bool rocm_switch_one(struct folio *folio, struct vm_area_struct *vma,
 	mmu_notifier_invalidate_range_end(&range);
 	return ok;
 }
+
+/*
+ * Whether switched PTEs may keep a stale translation to the source until
+ * the batch's flush.  x86 allows overwriting a present PTE's PFN; arm64
+ * requires break-before-make with the TLBI completed before the new PTE
+ * is written, and other architectures get the same conservative path.
+ */
+#define ROCM_DEFER_FLUSH	IS_ENABLED(CONFIG_X86)
 
 static bool rocm_invalid_vma(struct vm_area_struct *vma, void *arg)
 {
@@ -339,7 +366,9 @@ bool __migrate_rocm(struct folio *src, struct folio *dst,
 {
 	struct address_space *mapping = folio_mapping(src);
 	struct rocm_folio_facts f;
-	struct rocm_walk w = { .from = src, .to = dst, .check = true };
+	struct rocm_walk w = {
+		.from = src, .to = dst, .check = true, .defer = ROCM_DEFER_FLUSH,
+	};
 	enum rocm_reason why;
 	u64 t;
 
@@ -381,7 +410,10 @@ bool __migrate_rocm(struct folio *src, struct folio *dst,
 	if (w.why != ROCM_OK) {
 		struct rocm_walk undo = { .from = dst, .to = src };
 
-		/* every PTE back to the untouched source */
+		/*
+		 * Every PTE back to the untouched source, flushing each: @dst
+		 * may be freed before the batch flushes.
+		 */
 		if (folio_mapped(dst))
 			rocm_walk(&undo);
 		WARN_ON_ONCE(folio_mapped(dst));

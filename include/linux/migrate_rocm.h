@@ -13,6 +13,7 @@
 #define _LINUX_MIGRATE_ROCM_H
 
 #include <linux/migrate_mode.h>
+#include <linux/pgtable.h>
 #include <linux/types.h>
 
 struct folio;
@@ -86,6 +87,10 @@ DECLARE_STATIC_KEY_FALSE(migrate_rocm_key);
 
 bool __migrate_rocm(struct folio *src, struct folio *dst,
 		    enum migrate_mode mode, int reason);
+
+struct mm_struct;
+/* mm/rmap.c: defer the flush of a switched PTE to the batch (x86). */
+bool rocm_defer_flush(struct mm_struct *mm, pte_t pteval, unsigned long uaddr);
 
 /*
  * Try to move locked, isolated, mapped @src to locked @dst without

@@ -24,7 +24,9 @@
  * ratios, with a distribution-free 95% interval, is the cost.  An A/A run
  * (both halves off) under the same load shows the resolution.  Each load
  * also reports migration rate, stall percentiles and disruption factor
- * for the off and on calls.
+ * for the off and on calls.  --knob rocm compares vm.migrate_rocm off
+ * and on the same way (read-only file variant by default), with the
+ * stage breakdown of the off and on calls side by side.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -48,6 +50,7 @@
 #include "numa_util.h"
 
 #define STAGES_FILE	"/sys/kernel/debug/mm/migrate_stages"
+#define ROCM_SYSCTL	"/proc/sys/vm/migrate_rocm"
 #define CHUNK		64		/* pages between progress stamps */
 #define MAX_WORKERS	16
 #define MAX_CALLS	4096
@@ -123,6 +126,12 @@ static const struct variant variants[] = {
 	"bench %s load=%s stages=%s calls=%d mbps=%.2f pages_s=%.0f disruption=%.2f p50_us=%.0f p99_us=%.0f p999_us=%.0f max_us=%.0f window_mean_ns=%lld\n"
 #define FMT_BENCH_COST \
 	"bench %s load=%s: throughput on/off %.3f (95%% CI %.3f..%.3f, %d pairs); A/A control %.3f (95%% CI %.3f..%.3f, %d pairs): %s\n"
+#define FMT_BENCH_STAGES \
+	"stages %s load=%s knob=%s: ns/page unmap=%.0f flush=%.0f copy=%.0f mapping=%.0f remap=%.0f; window mean %.0f ns over %.0f folios; fault_wait %.0f\n"
+#define FMT_BENCH_ROCM \
+	"bench %s load=%s: migration rate rocm on/off %.3f (95%% CI %.3f..%.3f, %d pairs); A/A control %.3f (95%% CI %.3f..%.3f, %d pairs)\n"
+#define FMT_BENCH_NONE \
+	"bench %s load=%s: no knob, A/A %.3f (95%% CI %.3f..%.3f, %d pairs)\n"
 #define CSV_BENCH_HEADER \
 	"variant,load,run,call,dir,stages,ns,pages\n"
 #define FMT_BENCH_CSV \
@@ -321,6 +330,41 @@ static long long tlb_ipis(void)
 	return total;
 }
 
+/* The debugfs stage rows the bench splits by off/on call. */
+static const char * const stage_cols[] = {
+	"alloc", "unmap", "flush", "copy", "mapping", "remap", "window", "fault_wait",
+};
+
+#define NR_STAGE_COLS	((int)ARRAY_SIZE(stage_cols))
+
+/*
+ * What the bench switches: the stage timing itself, ROCM, or nothing
+ * (both halves identical: plain rates, for comparing kernels).
+ */
+static enum { KNOB_STAGES, KNOB_ROCM, KNOB_NONE } knob_kind;
+
+/* Cumulative count and ns of each stage_cols row; false if unreadable. */
+static bool stage_sums(double *cnt, double *ns)
+{
+	static char text[8192];
+
+	if (nu_read_all(STAGES_FILE, text, sizeof(text)) <= 0)
+		return false;
+	for (int k = 0; k < NR_STAGE_COLS; k++) {
+		char key[32];
+		const char *p;
+		long long c = 0, mean = 0;
+
+		snprintf(key, sizeof(key), "\n%s ", stage_cols[k]);
+		p = strstr(text, key);
+		if (p)
+			sscanf(p + strlen(key), "%lld %lld", &c, &mean);
+		cnt[k] = c;
+		ns[k] = (double)c * mean;
+	}
+	return true;
+}
+
 /* What one run of a variant measured. */
 struct outcome {
 	bool skipped;			/* variant could not run here */
@@ -345,6 +389,9 @@ struct outcome {
 	uint64_t hog_passes;		/* sweeps the hog made */
 	long long ipis;			/* TLB shootdown IPIs in the phase */
 	char stages[8192];		/* debugfs breakdown, if any */
+	double st_cnt[2][NR_STAGE_COLS];	/* stage events in off / on calls */
+	double st_ns[2][NR_STAGE_COLS];		/* and their summed ns */
+	double pages_in[2];		/* pages moved in off / on calls */
 };
 
 static uint64_t touch_sink;
@@ -377,7 +424,7 @@ static char *make_buffer(const struct variant *v, size_t bytes, char *why,
 		const char *dir = strcmp(v->name, "file_ro_ext4") ? getenv("TMPDIR") :
 				  opt.ext4_dir;
 		char path[512];
-		int fd;
+		int fd, rfd;
 
 		if (!dir && strcmp(v->name, "file_ro_ext4"))
 			dir = "/tmp";
@@ -408,14 +455,26 @@ static char *make_buffer(const struct variant *v, size_t bytes, char *why,
 				return NULL;
 			}
 		}
-		/* a read-only file is clean: no writeback races the migration */
-		if (fsync(fd)) {
+		/*
+		 * A read-only file is clean: no writeback races the migration.
+		 * Dropping the written pages lets them come back by readahead,
+		 * without buffer heads, and the mapping comes from a read-only
+		 * open, as a reader of a shared file would have it.
+		 */
+		if (fsync(fd) || posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)) {
 			snprintf(why, why_len, "fsync: %s", strerror(errno));
 			close(fd);
 			return NULL;
 		}
-		buf = mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		rfd = open(path, O_RDONLY);
 		close(fd);
+		if (rfd < 0) {
+			snprintf(why, why_len, "reopen: %s", strerror(errno));
+			return NULL;
+		}
+		buf = mmap(NULL, bytes, PROT_READ, MAP_SHARED, rfd, 0);
+		close(rfd);
 		if (buf == MAP_FAILED) {
 			snprintf(why, why_len, "mmap: %s", strerror(errno));
 			return NULL;
@@ -478,6 +537,15 @@ static char *make_buffer(const struct variant *v, size_t bytes, char *why,
 		}
 	}
 	return buf;
+}
+
+/* Switch what the bench compares. */
+static void knob_set(bool on)
+{
+	if (knob_kind == KNOB_ROCM)
+		nu_write_str(ROCM_SYSCTL, on ? "1" : "0");
+	else if (knob_kind == KNOB_STAGES && have_stages)
+		nu_write_str(STAGES_FILE, on ? "1" : "0");
 }
 
 static void stages_cmd(const char *cmd)
@@ -585,9 +653,13 @@ static void run_variant(const struct variant *v, const struct load *ld,
 		o->work0 += st[w].chunks;
 	o->work0 /= opt.baseline;
 
-	/* Migration phase. */
-	if (mode != KNOB_OFF)
+	/* Migration phase; with ROCM as the knob, stages are timed throughout. */
+	if (mode != KNOB_OFF && knob_kind != KNOB_NONE)
 		stages_cmd("reset");
+	if (knob_kind == KNOB_ROCM && mode != KNOB_OFF) {
+		stages_cmd("sample 1");
+		stages_cmd("1");
+	}
 	ipi0 = tlb_ipis();
 	last_chunks = 0;
 	for (int w = 0; w < nw; w++)
@@ -598,13 +670,17 @@ static void run_variant(const struct variant *v, const struct load *ld,
 	while (nu_now() - t_start < seconds && o->calls < MAX_CALLS) {
 		bool want = knob_wanted(mode, o->calls);
 		uint64_t chunks = 0, before = last_chunks;
-		double c0, c1;
+		double c0, c1, cnt0[NR_STAGE_COLS], ns0[NR_STAGE_COLS];
+		double cnt1[NR_STAGE_COLS], ns1[NR_STAGE_COLS];
+		bool split;
 		long on;
 
 		/* switching is not timed; A/A writes the same way, both off */
 		if (want != knob || (mode == KNOB_AA && o->calls % 2 == 0))
-			stages_cmd(want ? "1" : "0");
+			knob_set(want);
 		knob = want;
+		split = knob_kind == KNOB_ROCM && have_stages && mode != KNOB_OFF &&
+			stage_sums(cnt0, ns0);
 		__atomic_store_n(&phase, want ? PH_ON : PH_OFF, __ATOMIC_RELEASE);
 		c0 = nu_now();
 		on = move_buffer(v, buf, pages, dir ? node_b : node_a,
@@ -615,6 +691,12 @@ static void run_variant(const struct variant *v, const struct load *ld,
 				 strerror(errno));
 			break;
 		}
+		if (split && stage_sums(cnt1, ns1))
+			for (int k = 0; k < NR_STAGE_COLS; k++) {
+				o->st_cnt[want][k] += cnt1[k] - cnt0[k];
+				o->st_ns[want][k] += ns1[k] - ns0[k];
+			}
+		o->pages_in[want] += on;
 		o->call_on[o->calls] = want;
 		o->call_pages[o->calls] = on;
 		o->call_ns[o->calls++] = (c1 - c0) * 1e9;
@@ -662,9 +744,13 @@ static void run_variant(const struct variant *v, const struct load *ld,
 		munmap(bybuf, 1 << 20);
 	}
 	o->ipis = ipi0 >= 0 ? tlb_ipis() - ipi0 : -1;
-	if (mode != KNOB_OFF && have_stages) {
+	if (knob_kind == KNOB_ROCM)
+		knob_set(false);
+	if (mode != KNOB_OFF && have_stages && knob_kind != KNOB_NONE) {
 		nu_read_all(STAGES_FILE, o->stages, sizeof(o->stages));
 		stages_cmd("0");
+		if (knob_kind == KNOB_ROCM)
+			stages_cmd("sample 64");
 	}
 
 	/* Final integrity check of the whole buffer. */
@@ -877,7 +963,7 @@ static void bench_report(const struct variant *v, const struct load *ld,
 {
 	const struct nu_hist *g = &o->gs[on];
 	double pages = 0, secs = o->ns_in[on] / 1e9, mbps, pps, dis;
-	long long win = on ? window_mean(o->stages) : 0;
+	long long win = on || knob_kind == KNOB_ROCM ? window_mean(o->stages) : 0;
 	int calls = 0;
 
 	for (int i = 0; i < o->calls; i++)
@@ -891,6 +977,15 @@ static void bench_report(const struct variant *v, const struct load *ld,
 	ksft_print_msg(FMT_BENCH, v->name, ld->name, on ? "on" : "off", calls, mbps,
 		       pps, dis, nu_hist_pct(g, 50) / 1e3, nu_hist_pct(g, 99) / 1e3,
 		       nu_hist_pct(g, 99.9) / 1e3, g->max / 1e3, win);
+	if (knob_kind == KNOB_ROCM && o->pages_in[on] > 0) {
+		const double *c = o->st_cnt[on], *t = o->st_ns[on];
+		double pg = o->pages_in[on];
+
+		/* per page moved; window is per folio that had one */
+		ksft_print_msg(FMT_BENCH_STAGES, v->name, ld->name, on ? "on" : "off",
+			       t[1] / pg, t[2] / pg, t[3] / pg, t[4] / pg, t[5] / pg,
+			       c[6] ? t[6] / c[6] : 0, c[6], c[7]);
+	}
 	if (sum)
 		fprintf(sum, "%s,%s,%s,%d,%.3f,%.0f,%.3f,%.0f,%.0f,%.0f,%.0f,%lld\n",
 			v->name, ld->name, on ? "on" : "off", calls, mbps, pps, dis,
@@ -924,13 +1019,16 @@ static void run_bench(void)
 	FILE *csv = opt.csv ? fopen(opt.csv, "w") : NULL;
 	FILE *sum = NULL;
 	const struct variant *v = NULL;
+	const char *def = knob_kind == KNOB_ROCM ? "file_ro_tmpfs" : "move_pages_4k";
 	char path[512];
 
-	if (!have_stages)
+	if (knob_kind == KNOB_STAGES && !have_stages)
 		ksft_exit_skip("no %s (CONFIG_MIGRATE_STAGES, debugfs, root)\n",
 			       STAGES_FILE);
+	if (knob_kind == KNOB_ROCM && (geteuid() || access(ROCM_SYSCTL, W_OK)))
+		ksft_exit_skip("no %s (CONFIG_MIGRATE_ROCM, root)\n", ROCM_SYSCTL);
 	for (int i = 0; i < NR_VARIANTS; i++)
-		if (!strcmp(variants[i].name, opt.only ? opt.only : "move_pages_4k"))
+		if (!strcmp(variants[i].name, opt.only ? opt.only : def))
 			v = &variants[i];
 	if (csv) {
 		fputs(CSV_BENCH_HEADER, csv);
@@ -958,6 +1056,8 @@ static void run_bench(void)
 				bool is_aa = aa_first ^ k;
 				struct outcome *o = is_aa ? &aa : &ab;
 
+				if (knob_kind == KNOB_NONE && !is_aa)
+					continue;
 				run_variant(v, ld, is_aa ? KNOB_AA : KNOB_AB, opt.bench_mib,
 					    opt.bench_seconds, o);
 				if (o->skipped)
@@ -973,16 +1073,27 @@ static void run_bench(void)
 					nab += paired_ratios(o, rab + nab);
 				bench_csv(csv, v, ld, is_aa ? "aa" : "ab", o);
 			}
+			if (knob_kind == KNOB_NONE) {
+				bench_report(v, ld, &aa, false, sum);
+				continue;
+			}
 			bench_report(v, ld, &ab, false, sum);
 			bench_report(v, ld, &ab, true, sum);
 		}
 		m = median_ci(rab, nab, &lo, &hi);
 		maa = median_ci(raa, naa, &loaa, &hiaa);
-		ksft_print_msg(FMT_BENCH_COST, v->name, ld->name, m, lo, hi, nab, maa,
-			       loaa, hiaa, naa,
-			       lo >= 0.98 ? "on costs at most 2%" :
-			       hi < 0.98 ? "on costs more than 2%" :
-			       "not resolved at 2%");
+		if (knob_kind == KNOB_NONE)
+			ksft_print_msg(FMT_BENCH_NONE, v->name, ld->name, maa, loaa, hiaa,
+				       naa);
+		else if (knob_kind == KNOB_ROCM)
+			ksft_print_msg(FMT_BENCH_ROCM, v->name, ld->name, m, lo, hi, nab,
+				       maa, loaa, hiaa, naa);
+		else
+			ksft_print_msg(FMT_BENCH_COST, v->name, ld->name, m, lo, hi, nab,
+				       maa, loaa, hiaa, naa,
+				       lo >= 0.98 ? "on costs at most 2%" :
+				       hi < 0.98 ? "on costs more than 2%" :
+				       "not resolved at 2%");
 	}
 	if (sum)
 		fclose(sum);
@@ -995,7 +1106,7 @@ static void usage(const char *prog)
 	printf("Usage: %s [-b MiB] [-B sec] [-s sec] [-w workers] [-v variant]\n"
 	       "          [-o hist.csv] [--force]\n"
 	       "       %s --bench [-r rounds] [-S sec] [-M MiB] [-v variant] [-o csv]\n"
-	       "          [--loads idle,read,rw,rw_hog]\n"
+	       "          [--loads idle,read,rw,rw_hog] [--knob stages|rocm|none]\n"
 	       "  variants: move_pages_4k move_pages_thp mbind_4k migrate_pages_4k\n"
 	       "            file_ro_tmpfs file_ro_ext4 (needs --ext4-dir) shared_fork\n",
 	       prog, prog);
@@ -1008,6 +1119,7 @@ static void parse_args(int argc, char **argv)
 		{ "bench", no_argument, NULL, 2 },
 		{ "ext4-dir", required_argument, NULL, 3 },
 		{ "loads", required_argument, NULL, 4 },
+		{ "knob", required_argument, NULL, 5 },
 		{ "help", no_argument, NULL, 'h' },
 		{ }
 	};
@@ -1053,6 +1165,16 @@ static void parse_args(int argc, char **argv)
 			break;
 		case 4:
 			opt.loads = optarg;
+			break;
+		case 5:
+			if (!strcmp(optarg, "rocm")) {
+				knob_kind = KNOB_ROCM;
+			} else if (!strcmp(optarg, "none")) {
+				knob_kind = KNOB_NONE;
+			} else if (strcmp(optarg, "stages")) {
+				usage(argv[0]);
+				exit(KSFT_FAIL);
+			}
 			break;
 		case 'h':
 			usage(argv[0]);
