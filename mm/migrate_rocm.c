@@ -50,7 +50,6 @@ static const char * const rocm_reason_names[NR_ROCM_REASONS] = {
 	[ROCM_DIRTY]		= "dirty",
 	[ROCM_PINNED]		= "pinned",
 	[ROCM_REFS]		= "refs",
-	[ROCM_KSM]		= "ksm",
 	[ROCM_SWAPCACHE]	= "swapcache",
 	[ROCM_MLOCKED]		= "mlocked",
 	[ROCM_PRIVATE]		= "private",
@@ -84,8 +83,6 @@ enum rocm_reason rocm_check_folio(const struct rocm_folio_facts *f)
 		return ROCM_HUGETLB;
 	if (!f->lru)
 		return ROCM_NOT_LRU;
-	if (f->ksm)
-		return ROCM_KSM;
 	if (f->swapcache)
 		return ROCM_SWAPCACHE;
 	if (f->writeback)

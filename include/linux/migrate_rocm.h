@@ -29,7 +29,6 @@ enum rocm_reason {
 	ROCM_DIRTY,		/* a dirty page-cache folio */
 	ROCM_PINNED,		/* may be DMA-pinned */
 	ROCM_REFS,		/* references its mappings and caches do not explain */
-	ROCM_KSM,		/* KSM folios are left to the classic path for now */
 	ROCM_SWAPCACHE,
 	ROCM_MLOCKED,		/* mlocked folio or VM_LOCKED mapping */
 	ROCM_PRIVATE,		/* fs-private data (buffer heads) */
@@ -53,7 +52,7 @@ struct rocm_folio_facts {
 	bool writeback;
 	bool dirty;		/* PG_dirty (page cache: and can be written back) */
 	bool anon;
-	bool ksm;
+	bool ksm;		/* KSM: read-only, every write copies */
 	bool swapcache;
 	bool mlocked;
 	bool private;		/* PG_private */

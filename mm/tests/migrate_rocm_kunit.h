@@ -119,7 +119,8 @@ static const struct rocm_folio_case rocm_folio_cases[] = {
 	{ "maybe DMA-pinned",	rf_pinned,	ROCM_PINNED,	ROCM_PINNED },
 	{ "unexplained ref",	rf_extra_ref,	ROCM_REFS,	ROCM_REFS },
 	{ "refs below expected", rf_fewer_refs,	ROCM_REFS,	ROCM_REFS },
-	{ "KSM",		rf_ksm,		ROCM_KSM,	ROCM_KSM },
+	/* a KSM folio is write-protected and never written in place */
+	{ "KSM",		rf_ksm,		ROCM_OK,	ROCM_OK },
 	{ "swapcache",		rf_swapcache,	ROCM_SWAPCACHE,	ROCM_SWAPCACHE },
 	{ "mlocked",		rf_mlocked,	ROCM_MLOCKED,	ROCM_MLOCKED },
 	{ "PG_private",		rf_private,	ROCM_PRIVATE,	ROCM_PRIVATE },

