@@ -406,6 +406,18 @@ static void touch_all(const char *buf, size_t bytes)
 	touch_sink += sum;
 }
 
+struct touch_arg {
+	const char *buf;
+	size_t bytes;
+};
+
+static void touch_cb(void *arg)
+{
+	const struct touch_arg *ta = arg;
+
+	touch_all(ta->buf, ta->bytes);
+}
+
 static bool thp_available(void)
 {
 	char buf[128];
@@ -507,29 +519,11 @@ static char *make_buffer(const struct variant *v, size_t bytes, char *why,
 		w[1] = 0;
 	}
 	if (v->shared_fork) {
-		int ready[2], got = 0;
-		char c;
+		struct touch_arg ta = { buf, bytes };
+		int got;
 
-		if (pipe(ready)) {
-			snprintf(why, why_len, "pipe: %s", strerror(errno));
-			return NULL;
-		}
-		for (int k = 0; k < NR_FORKED; k++) {
-			kids[k] = fork();
-			if (!kids[k]) {
-				/* map every page in this mm too, say so, wait */
-				touch_all(buf, bytes);
-				if (write(ready[1], "r", 1) != 1)
-					_exit(1);
-				pause();
-				_exit(0);
-			}
-		}
 		/* migrate only once every sharer has mapped every page */
-		close(ready[1]);
-		while (got < NR_FORKED && read(ready[0], &c, 1) == 1)
-			got++;
-		close(ready[0]);
+		got = nu_fork_sharers(kids, NR_FORKED, touch_cb, &ta);
 		if (got < NR_FORKED) {
 			snprintf(why, why_len, "only %d of %d sharers mapped the buffer",
 				 got, NR_FORKED);

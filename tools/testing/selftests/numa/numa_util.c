@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/syscall.h>
+#include <sys/types.h>
 
 #include "numa_util.h"
 
@@ -490,4 +491,28 @@ uint64_t nu_hist_pct(const struct nu_hist *h, double pct)
 	if (b >= NU_HIST_BUCKETS - 1)
 		return h->max;
 	return (1ULL << b) - 1 < h->max ? (1ULL << b) - 1 : h->max;
+}
+
+int nu_fork_sharers(pid_t *kids, int n, void (*fn)(void *arg), void *arg)
+{
+	int ready[2], got = 0;
+	char c;
+
+	if (pipe(ready))
+		return 0;
+	for (int k = 0; k < n; k++) {
+		kids[k] = fork();
+		if (!kids[k]) {
+			fn(arg);
+			if (write(ready[1], "r", 1) != 1)
+				_exit(1);
+			pause();
+			_exit(0);
+		}
+	}
+	close(ready[1]);
+	while (got < n && read(ready[0], &c, 1) == 1)
+		got++;
+	close(ready[0]);
+	return got;
 }

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sched.h>
+#include <sys/types.h>
 
 #define NU_MAX_NODES	64
 #define NU_MAX_CPUS	1024
@@ -70,6 +71,13 @@ long nu_read_all(const char *path, char *buf, size_t len);
 long long nu_read_ll(const char *path);
 int nu_write_str(const char *path, const char *val);
 long long nu_vmstat(const char *name);
+
+/*
+ * Fork @n children that each run @fn(@arg) -- e.g. read a buffer so that
+ * its pages are mapped in their mm too -- report to the parent and wait
+ * to be killed.  Returns how many reported; their pids are in @kids.
+ */
+int nu_fork_sharers(pid_t *kids, int n, void (*fn)(void *arg), void *arg);
 
 /* Environment. */
 bool nu_in_vm(void);

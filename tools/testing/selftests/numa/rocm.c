@@ -156,6 +156,11 @@ static void touch(const struct buf *b)
 	(void)sum;
 }
 
+static void touch_cb(void *arg)
+{
+	touch(arg);
+}
+
 /* Write the pattern to a new file in @dir; its fd, or -1 with @why. */
 static int pattern_file(const char *dir, size_t pages, bool sync, char *why)
 {
@@ -308,27 +313,8 @@ static bool make_buf(enum cls c, struct buf *b, char *why)
 		touch(b);
 	}
 	if (c == C_ANON_FORK || c == C_PIPE_REF) {
-		int ready[2], got = 0;
-		char ch;
+		int got = nu_fork_sharers(b->kids, NR_KIDS, touch_cb, b);
 
-		if (pipe(ready)) {
-			sprintf(why, "pipe: %s", strerror(errno));
-			goto fail;
-		}
-		for (int k = 0; k < NR_KIDS; k++) {
-			b->kids[k] = fork();
-			if (!b->kids[k]) {
-				touch(b);
-				if (write(ready[1], "r", 1) != 1)
-					_exit(1);
-				pause();
-				_exit(0);
-			}
-		}
-		close(ready[1]);
-		while (got < NR_KIDS && read(ready[0], &ch, 1) == 1)
-			got++;
-		close(ready[0]);
 		if (got < NR_KIDS) {
 			sprintf(why, "only %d of %d children mapped the buffer", got, NR_KIDS);
 			goto fail;
