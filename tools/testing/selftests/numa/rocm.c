@@ -197,7 +197,7 @@ static int pattern_file(const char *dir, size_t pages, bool sync, char *why)
 
 #define KSM_DIR	"/sys/kernel/mm/ksm/"
 
-static long long ksm_merging_pages(void)
+static long long ksm_merged(void)
 {
 	char text[512];
 	const char *p;
@@ -237,7 +237,7 @@ static bool ksm_merge(struct buf *b, char *why)
 	nu_write_str(KSM_DIR "run", "1");
 	for (int i = 0; i < 300; i++) {
 		/* this process's merged pages (the global counts lag) */
-		merged = ksm_merging_pages();
+		merged = ksm_merged();
 		if (merged >= (long long)b->pages) {
 			/* merged pages stay merged; a scanning ksmd holds references */
 			nu_write_str(KSM_DIR "run", "0");
@@ -608,7 +608,7 @@ static void report(enum cls c)
 		ksft_test_result_skip("%s.no_fault_wait: the control slept %lld times only\n",
 				      n, off.waits);
 	else
-		ksft_test_result_pass("%s.no_fault_wait (%lld sleeps, %lld fallbacks, control %lld)\n",
+		ksft_test_result_pass("%s.no_fault_wait (%lld, %lld fallbacks, control %lld)\n",
 				      n, on.waits, on.fallback, off.waits);
 }
 
