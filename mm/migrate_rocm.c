@@ -254,19 +254,22 @@ static bool rocm_switch_one(struct folio *folio, struct vm_area_struct *vma,
 			page_vma_mapped_walk_done(&pvmw);
 			break;
 		}
-		p = (struct rocm_pte_facts) {
-			.anon = folio_test_anon(from),
-			.pte_write = pte_write(old),
-			.pte_dirty = pte_dirty(old),
-			.anon_exclusive = folio_test_anon(from) &&
-					  PageAnonExclusive(&from->page),
-			.vm_locked = vma->vm_flags & VM_LOCKED,
-			.vm_shared = vma->vm_flags & VM_SHARED,
-			.vm_maywrite = vma->vm_flags & VM_MAYWRITE,
-			.page_mkwrite = ops && (ops->page_mkwrite || ops->pfn_mkwrite),
-		};
 		if (w->check) {
-			enum rocm_reason why = rocm_check_pte(&p);
+			enum rocm_reason why;
+
+			p = (struct rocm_pte_facts) {
+				.anon = folio_test_anon(from),
+				.pte_write = pte_write(old),
+				.pte_dirty = pte_dirty(old),
+				.anon_exclusive = folio_test_anon(from) &&
+						  PageAnonExclusive(&from->page),
+				.vm_locked = vma->vm_flags & VM_LOCKED,
+				.vm_shared = vma->vm_flags & VM_SHARED,
+				.vm_maywrite = vma->vm_flags & VM_MAYWRITE,
+				.page_mkwrite = ops && (ops->page_mkwrite ||
+							ops->pfn_mkwrite),
+			};
+			why = rocm_check_pte(&p);
 
 			if (why) {
 				w->why = why;
@@ -358,8 +361,7 @@ static void rocm_fallback(struct folio *src, enum rocm_reason why)
  * Both folios are locked; @src is isolated and mapped, @dst is fresh.
  * See the header for what the return value means.
  */
-bool __migrate_rocm(struct folio *src, struct folio *dst,
-		    enum migrate_mode mode, int reason)
+bool __migrate_rocm(struct folio *src, struct folio *dst)
 {
 	struct address_space *mapping = folio_mapping(src);
 	struct rocm_folio_facts f;

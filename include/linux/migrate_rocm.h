@@ -84,8 +84,7 @@ const char *rocm_reason_name(enum rocm_reason reason);
 
 DECLARE_STATIC_KEY_FALSE(migrate_rocm_key);
 
-bool __migrate_rocm(struct folio *src, struct folio *dst,
-		    enum migrate_mode mode, int reason);
+bool __migrate_rocm(struct folio *src, struct folio *dst);
 
 struct mm_struct;
 /* mm/rmap.c: defer the flush of a switched PTE to the batch (x86). */
@@ -97,16 +96,14 @@ bool rocm_defer_flush(struct mm_struct *mm, pte_t pteval, unsigned long uaddr);
  * waits to be freed; false when nothing changed and the classic path must
  * run.  Off (vm.migrate_rocm = 0) it costs a patched-out branch.
  */
-static inline bool migrate_rocm(struct folio *src, struct folio *dst,
-				enum migrate_mode mode, int reason)
+static inline bool migrate_rocm(struct folio *src, struct folio *dst)
 {
 	if (!static_branch_unlikely(&migrate_rocm_key))
 		return false;
-	return __migrate_rocm(src, dst, mode, reason);
+	return __migrate_rocm(src, dst);
 }
 #else
-static inline bool migrate_rocm(struct folio *src, struct folio *dst,
-				enum migrate_mode mode, int reason)
+static inline bool migrate_rocm(struct folio *src, struct folio *dst)
 {
 	return false;
 }
