@@ -22,6 +22,8 @@
 
 #include <linux/backing-dev.h>
 #include <linux/buffer_head.h>
+#include <linux/debugfs.h>
+#include <linux/delay.h>
 #include <linux/fs.h>
 #include <linux/highmem.h>
 #include <linux/jump_label.h>
@@ -167,6 +169,40 @@ static int __init rocm_sysctl_init(void)
 	return 0;
 }
 late_initcall(rocm_sysctl_init);
+
+/* Where a test may widen a race window (CONFIG_MIGRATE_ROCM_DEBUG). */
+enum rocm_delay {
+	ROCM_DELAY_COPY,	/* after the copy, before the switch */
+	ROCM_DELAY_SWITCH,	/* after each mapping switched */
+	NR_ROCM_DELAYS
+};
+
+#ifdef CONFIG_MIGRATE_ROCM_DEBUG
+static u32 rocm_delay_us[NR_ROCM_DELAYS];
+
+static int __init rocm_debugfs_init(void)
+{
+	struct dentry *dir = debugfs_create_dir("migrate_rocm", NULL);
+
+	debugfs_create_u32("copy_delay_us", 0600, dir,
+			   &rocm_delay_us[ROCM_DELAY_COPY]);
+	debugfs_create_u32("switch_delay_us", 0600, dir,
+			   &rocm_delay_us[ROCM_DELAY_SWITCH]);
+	return 0;
+}
+late_initcall(rocm_debugfs_init);
+
+/* Sleeps, so no spinlock may be held. */
+static void rocm_debug_delay(enum rocm_delay where)
+{
+	u32 us = READ_ONCE(rocm_delay_us[where]);
+
+	if (us)
+		fsleep(us);
+}
+#else
+static inline void rocm_debug_delay(enum rocm_delay where) { }
+#endif
 
 /* Does this page cache migrate by copying data and nothing else? */
 static bool rocm_plain_aops(struct address_space *mapping)
@@ -317,6 +353,8 @@ static bool rocm_switch_one(struct folio *folio, struct vm_area_struct *vma,
 		w->switched++;
 	}
 	mmu_notifier_invalidate_range_end(&range);
+	if (w->check)
+		rocm_debug_delay(ROCM_DELAY_SWITCH);
 	return ok;
 }
 
@@ -385,6 +423,7 @@ bool __migrate_rocm(struct folio *src, struct folio *dst)
 		return false;
 	}
 	migrate_stage_copied(t, folio_size(src));
+	rocm_debug_delay(ROCM_DELAY_COPY);
 
 	/*
 	 * Make @dst look like @src to the rmap and memcg before any PTE
