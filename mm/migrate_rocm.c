@@ -7,17 +7,22 @@
  * between sleeps in migration_entry_wait().  When every mapping of the
  * folio is a present read-only PTE and nobody can write the folio in
  * place without first taking its lock (which we hold) or copying it
- * away, the copy can be made while the folio stays mapped.  Each PTE is
- * then switched to the copy under its page-table lock: cleared and
- * flushed, then set to the copy (break-before-make, as arm64 requires).
- * A thread faulting in that moment waits for the page-table lock; none
- * sleeps on a migration entry.
+ * away, the copy can be made while the folio stays mapped.
  *
- * Anything unexpected -- a PTE that became writable or dirty, a mapping
- * that appeared during the switch, a reference nobody explains -- undoes
- * the switch (every PTE back to the source, which was never written) and
- * leaves the folio to the classic path.  See
- * Documentation/mm/migrate_rocm.rst for the rules and their reasons.
+ * A read-only PTE is not proof that no CPU can write the page: fork()
+ * and mprotect() write-protect PTEs and flush the TLB later.  So, in
+ * the migration batch's unmap phase, a check walk applies every rule to
+ * every mapping before anything changes and queues a flush of each; the
+ * batch flushes once.  From then on no CPU can write the folio: a write
+ * faults and needs the folio lock or copies.  After that flush the folio
+ * is copied and each PTE is switched to the copy under its page-table
+ * lock; the switched PTEs' old translations are flushed once more for
+ * the batch before the copy is unlocked or the source freed.
+ *
+ * Anything unexpected -- a mapping that changed or appeared since the
+ * check, a reference nobody explains -- undoes the switch (every PTE back
+ * to the source, whose contents equal the copy's) and leaves the folio to
+ * the classic path.  See Documentation/mm/migrate_rocm.rst.
  */
 
 #include <linux/backing-dev.h>
@@ -35,6 +40,7 @@
 #include <linux/mmu_notifier.h>
 #include <linux/pagemap.h>
 #include <linux/rmap.h>
+#include <linux/shmem_fs.h>
 #include <linux/swap.h>
 #include <linux/sysctl.h>
 #include <linux/vmstat.h>
@@ -64,6 +70,7 @@ static const char * const rocm_reason_names[NR_ROCM_REASONS] = {
 	[ROCM_CHANGED]		= "changed",
 	[ROCM_RACE]		= "race",
 	[ROCM_COPY]		= "copy_failed",
+	[ROCM_FLUSH_PENDING]	= "flush_pending",
 };
 
 const char *rocm_reason_name(enum rocm_reason reason)
@@ -98,6 +105,9 @@ enum rocm_reason rocm_check_folio(const struct rocm_folio_facts *f)
 		return ROCM_PRIVATE;
 	if (!f->anon && !f->plain_aops)
 		return ROCM_MAPPING;
+	/* shmem has no page_mkwrite: a writable mapping writes in place */
+	if (!f->anon && f->shmem_writable)
+		return ROCM_SHARED_WRITE;
 	/* an exclusive anon folio may be reused in place on a write fault */
 	if (f->anon && f->anon_exclusive)
 		return ROCM_EXCLUSIVE;
@@ -113,6 +123,9 @@ enum rocm_reason rocm_check_pte(const struct rocm_pte_facts *p)
 {
 	if (p->vm_locked)
 		return ROCM_MLOCKED;
+	/* a write-protect whose flush is still to come: stale TLB entries */
+	if (p->flush_pending)
+		return ROCM_FLUSH_PENDING;
 	if (p->pte_write)
 		return ROCM_PTE_WRITE;
 	/*
@@ -231,7 +244,6 @@ static void rocm_folio_facts(struct folio *src, struct rocm_folio_facts *f)
 		.writeback = folio_test_writeback(src),
 		.dirty = folio_test_dirty(src),
 		.anon = folio_test_anon(src),
-		.ksm = folio_test_ksm(src),
 		.swapcache = folio_test_swapcache(src),
 		.mlocked = folio_test_mlocked(src),
 		.private = folio_test_private(src),
@@ -245,118 +257,24 @@ static void rocm_folio_facts(struct folio *src, struct rocm_folio_facts *f)
 		f->plain_aops = rocm_plain_aops(src->mapping);
 		/* shmem's PG_dirty asks for swap space, not for writeback */
 		f->dirty = f->dirty && mapping_can_writeback(src->mapping);
+		f->shmem_writable = shmem_mapping(src->mapping) &&
+				    mapping_writably_mapped(src->mapping);
 	}
 }
 
-/* One rmap walk moving PTEs from @from to @to. */
+/*
+ * One rmap walk over the PTEs that map @from.  The check walk applies
+ * the rules and queues a flush of each PTE; the switch walk points each
+ * PTE at @to; the undo walk (@check false) points them back.
+ */
 struct rocm_walk {
 	struct folio *from;
 	struct folio *to;
-	bool check;		/* apply the rules (not when undoing) */
-	bool defer;		/* batch the flushes (x86, not when undoing) */
+	bool check;		/* apply the rules */
+	bool defer;		/* flush switched PTEs with the batch (x86) */
 	enum rocm_reason why;	/* first rule that failed */
-	unsigned int switched;	/* PTEs now pointing at @to */
+	unsigned int nr;	/* PTEs checked or switched */
 };
-
-static bool rocm_switch_one(struct folio *folio, struct vm_area_struct *vma,
-			    unsigned long address, void *arg)
-{
-	struct rocm_walk *w = arg;
-	struct folio *from = w->from, *to = w->to;
-	DEFINE_FOLIO_VMA_WALK(pvmw, from, vma, address, 0);
-	struct mm_struct *mm = vma->vm_mm;
-	struct mmu_notifier_range range;
-	bool ok = true;
-
-	mmu_notifier_range_init(&range, MMU_NOTIFY_CLEAR, 0, mm, address,
-				address + PAGE_SIZE);
-	mmu_notifier_invalidate_range_start(&range);
-	while (page_vma_mapped_walk(&pvmw)) {
-		const struct vm_operations_struct *ops = vma->vm_ops;
-		struct rocm_pte_facts p;
-		pte_t old, new;
-
-		if (!pvmw.pte) {
-			w->why = ROCM_PMD;
-			ok = false;
-			page_vma_mapped_walk_done(&pvmw);
-			break;
-		}
-		old = ptep_get(pvmw.pte);
-		if (!pte_present(old)) {
-			/* a device-exclusive entry: leave it to the classic path */
-			w->why = ROCM_CHANGED;
-			ok = false;
-			page_vma_mapped_walk_done(&pvmw);
-			break;
-		}
-		if (w->check) {
-			enum rocm_reason why;
-
-			p = (struct rocm_pte_facts) {
-				.anon = folio_test_anon(from),
-				.pte_write = pte_write(old),
-				.pte_dirty = pte_dirty(old),
-				.anon_exclusive = folio_test_anon(from) &&
-						  PageAnonExclusive(&from->page),
-				.vm_locked = vma->vm_flags & VM_LOCKED,
-				.vm_shared = vma->vm_flags & VM_SHARED,
-				.vm_maywrite = vma->vm_flags & VM_MAYWRITE,
-				.page_mkwrite = ops && (ops->page_mkwrite ||
-							ops->pfn_mkwrite),
-			};
-			why = rocm_check_pte(&p);
-
-			if (why) {
-				w->why = why;
-				ok = false;
-				page_vma_mapped_walk_done(&pvmw);
-				break;
-			}
-		}
-
-		/*
-		 * Break: clear, and (unless deferred) flush, so no CPU keeps
-		 * a translation to @from.  A deferred flush is safe on x86:
-		 * a stale entry can only read @from, which nobody writes and
-		 * which is freed after the batch's flush; a write through it
-		 * faults and finds the new PTE.
-		 */
-		if (w->defer)
-			old = ptep_get_and_clear(mm, pvmw.address, pvmw.pte);
-		else
-			old = ptep_clear_flush(vma, pvmw.address, pvmw.pte);
-		if (w->check && (pte_write(old) ||
-				 (pte_dirty(old) && !folio_test_anon(from)))) {
-			/* hardware set a bit after we looked: put it back */
-			set_pte_at(mm, pvmw.address, pvmw.pte, old);
-			w->why = pte_write(old) ? ROCM_PTE_WRITE : ROCM_PTE_DIRTY;
-			ok = false;
-			page_vma_mapped_walk_done(&pvmw);
-			break;
-		}
-		/* make: same protection and software bits, the other page */
-		new = pfn_pte(folio_pfn(to), pte_pgprot(old));
-		folio_get(to);
-		if (folio_test_anon(to))
-			folio_add_anon_rmap_pte(to, &to->page, vma, pvmw.address,
-						RMAP_NONE);
-		else
-			folio_add_file_rmap_pte(to, &to->page, vma);
-		set_pte_at(mm, pvmw.address, pvmw.pte, new);
-		if (w->defer && !rocm_defer_flush(mm, old, pvmw.address))
-			flush_tlb_page(vma, pvmw.address);
-		update_mmu_cache(vma, pvmw.address, pvmw.pte);
-		folio_remove_rmap_pte(from, &from->page, vma);
-		/* the isolation reference keeps @from alive */
-		folio_put(from);
-		w->switched++;
-	}
-	mmu_notifier_invalidate_range_end(&range);
-	if (w->check)
-		rocm_debug_delay(ROCM_DELAY_SWITCH);
-	return ok;
-}
 
 /*
  * Whether switched PTEs may keep a stale translation to the source until
@@ -365,6 +283,166 @@ static bool rocm_switch_one(struct folio *folio, struct vm_area_struct *vma,
  * is written, and other architectures get the same conservative path.
  */
 #define ROCM_DEFER_FLUSH	IS_ENABLED(CONFIG_X86)
+
+/* Under the PTL: the present PTE the walk stands on, or why not. */
+static enum rocm_reason rocm_pte_get(struct page_vma_mapped_walk *pvmw,
+				     pte_t *pte)
+{
+	if (!pvmw->pte)
+		return ROCM_PMD;
+	*pte = ptep_get(pvmw->pte);
+	/* a device-exclusive entry: leave it to the classic path */
+	return pte_present(*pte) ? ROCM_OK : ROCM_CHANGED;
+}
+
+/*
+ * Under the PTL: the per-mapping rules for the PTE that maps @folio.  A
+ * pending flush only matters before the check walk's own flush.
+ */
+static enum rocm_reason rocm_pte_why(struct folio *folio,
+				     struct page_vma_mapped_walk *pvmw,
+				     pte_t *pte, bool before_flush)
+{
+	struct vm_area_struct *vma = pvmw->vma;
+	const struct vm_operations_struct *ops = vma->vm_ops;
+	bool anon = folio_test_anon(folio);
+	struct rocm_pte_facts p;
+	enum rocm_reason why;
+
+	why = rocm_pte_get(pvmw, pte);
+	if (why)
+		return why;
+	p = (struct rocm_pte_facts) {
+		.anon = anon,
+		.pte_write = pte_write(*pte),
+		.pte_dirty = pte_dirty(*pte),
+		.anon_exclusive = anon && PageAnonExclusive(&folio->page),
+		.vm_locked = vma->vm_flags & VM_LOCKED,
+		.vm_shared = vma->vm_flags & VM_SHARED,
+		.vm_maywrite = vma->vm_flags & VM_MAYWRITE,
+		.page_mkwrite = ops && (ops->page_mkwrite || ops->pfn_mkwrite),
+		.flush_pending = before_flush &&
+				 mm_tlb_flush_pending(vma->vm_mm),
+	};
+	return rocm_check_pte(&p);
+}
+
+static bool rocm_check_one(struct folio *folio, struct vm_area_struct *vma,
+			   unsigned long address, void *arg)
+{
+	DEFINE_FOLIO_VMA_WALK(pvmw, folio, vma, address, 0);
+	struct rocm_walk *w = arg;
+	pte_t pte;
+
+	while (page_vma_mapped_walk(&pvmw)) {
+		w->why = rocm_pte_why(folio, &pvmw, &pte, true);
+		if (w->why) {
+			page_vma_mapped_walk_done(&pvmw);
+			return false;
+		}
+		/*
+		 * A CPU may still hold a writable translation from before
+		 * the PTE was write-protected (fork, mprotect): retire it
+		 * before the copy.  The batch flushes them all at once.
+		 */
+		if (!rocm_defer_flush(vma->vm_mm, pte, pvmw.address))
+			flush_tlb_page(vma, pvmw.address);
+		w->nr++;
+	}
+	return true;
+}
+
+/*
+ * The PTE for @pfn that replaces @old: built from the VMA's protection
+ * as remove_migration_pte() does (a NUMA hint's PROT_NONE is not carried
+ * over), read-only, keeping @old's young, dirty, soft-dirty and uffd-wp.
+ */
+static pte_t rocm_make_pte(pgprot_t prot, unsigned long pfn, pte_t old)
+{
+	pte_t pte = pte_wrprotect(pfn_pte(pfn, prot));
+
+	if (!pte_young(old))
+		pte = pte_mkold(pte);
+	if (pte_dirty(old))
+		pte = pte_mkdirty(pte);
+	if (pte_soft_dirty(old))
+		pte = pte_mksoft_dirty(pte);
+	if (pte_uffd_wp(old))
+		pte = pte_mkuffd_wp(pte);
+	return pte;
+}
+
+/* Under the PTL: point the PTE at @pvmw from w->from to w->to. */
+static bool rocm_switch_pte(struct rocm_walk *w,
+			    struct page_vma_mapped_walk *pvmw)
+{
+	struct vm_area_struct *vma = pvmw->vma;
+	struct mm_struct *mm = vma->vm_mm;
+	unsigned long addr = pvmw->address;
+	struct folio *from = w->from, *to = w->to;
+	pte_t old;
+
+	/*
+	 * Break: clear, and (unless deferred) flush.  A deferred flush is
+	 * safe on x86: a stale entry can only read @from, whose contents
+	 * equal @to's until both are unlocked, after the batch's flush.
+	 */
+	if (w->defer)
+		old = ptep_get_and_clear(mm, addr, pvmw->pte);
+	else
+		old = ptep_clear_flush(vma, addr, pvmw->pte);
+	if (w->check && (pte_write(old) ||
+			 (pte_dirty(old) && !folio_test_anon(from)))) {
+		/* cannot happen after the check walk's flush; undo */
+		set_pte_at(mm, addr, pvmw->pte, old);
+		w->why = pte_write(old) ? ROCM_PTE_WRITE : ROCM_PTE_DIRTY;
+		return false;
+	}
+	folio_get(to);
+	if (folio_test_anon(to))
+		folio_add_anon_rmap_pte(to, &to->page, vma, addr, RMAP_NONE);
+	else
+		folio_add_file_rmap_pte(to, &to->page, vma);
+	set_pte_at(mm, addr, pvmw->pte,
+		   rocm_make_pte(READ_ONCE(vma->vm_page_prot), folio_pfn(to), old));
+	if (w->defer && !rocm_defer_flush(mm, old, addr))
+		flush_tlb_page(vma, addr);
+	update_mmu_cache(vma, addr, pvmw->pte);
+	folio_remove_rmap_pte(from, &from->page, vma);
+	/* the isolation reference keeps @from alive */
+	folio_put(from);
+	w->nr++;
+	return true;
+}
+
+static bool rocm_switch_one(struct folio *from, struct vm_area_struct *vma,
+			    unsigned long address, void *arg)
+{
+	DEFINE_FOLIO_VMA_WALK(pvmw, from, vma, address, 0);
+	struct mmu_notifier_range range;
+	struct rocm_walk *w = arg;
+	bool ok = true;
+	pte_t pte;
+
+	mmu_notifier_range_init(&range, MMU_NOTIFY_CLEAR, 0, vma->vm_mm,
+				address, address + PAGE_SIZE);
+	mmu_notifier_invalidate_range_start(&range);
+	while (page_vma_mapped_walk(&pvmw)) {
+		if (w->check)
+			w->why = rocm_pte_why(from, &pvmw, &pte, false);
+		else
+			w->why = rocm_pte_get(&pvmw, &pte);
+		if (w->why || !rocm_switch_pte(w, &pvmw)) {
+			ok = false;
+			page_vma_mapped_walk_done(&pvmw);
+			break;
+		}
+	}
+	mmu_notifier_invalidate_range_end(&range);
+	if (w->check)
+		rocm_debug_delay(ROCM_DELAY_SWITCH);
+	return ok;
+}
 
 static bool rocm_invalid_vma(struct vm_area_struct *vma, void *arg)
 {
@@ -376,10 +454,12 @@ static int rocm_walk_done(struct folio *folio)
 	return !folio_mapped(folio);
 }
 
-static void rocm_walk(struct rocm_walk *w)
+static void rocm_walk(struct rocm_walk *w,
+		      bool (*one)(struct folio *, struct vm_area_struct *,
+				  unsigned long, void *))
 {
 	struct rmap_walk_control rwc = {
-		.rmap_one = rocm_switch_one,
+		.rmap_one = one,
 		.arg = w,
 		.done = rocm_walk_done,
 		.anon_lock = folio_lock_anon_vma_read,
@@ -396,27 +476,87 @@ static void rocm_fallback(struct folio *src, enum rocm_reason why)
 }
 
 /*
- * Both folios are locked; @src is isolated and mapped, @dst is fresh.
- * See the header for what the return value means.
+ * Unmap phase; @src is locked, isolated and mapped.  Nothing changes
+ * here except the queued flushes.
  */
-bool __migrate_rocm(struct folio *src, struct folio *dst)
+bool __migrate_rocm_check(struct folio *src)
 {
-	struct address_space *mapping = folio_mapping(src);
+	struct rocm_walk w = { .from = src, .check = true };
 	struct rocm_folio_facts f;
-	struct rocm_walk w = {
-		.from = src, .to = dst, .check = true, .defer = ROCM_DEFER_FLUSH,
-	};
 	enum rocm_reason why;
-	u64 t;
 
 	rocm_folio_facts(src, &f);
 	why = rocm_check_folio(&f);
+	if (!why) {
+		rocm_walk(&w, rocm_check_one);
+		why = w.why;
+		/* a mapping the walk skipped (exec's temporary stack) */
+		if (!why && w.nr != folio_mapcount(src))
+			why = ROCM_CHANGED;
+	}
 	if (why) {
 		rocm_fallback(src, why);
 		return false;
 	}
+	migrate_stage_rocm();
+	return true;
+}
 
-	/* Copy while readers keep using the source. */
+/*
+ * Make @dst look like @src to the rmap and memcg before any PTE points
+ * at it: same anon_vma or mapping and index, uptodate, and charged to
+ * the same memcg (@src keeps its own charge until it is freed).  Nobody
+ * else has seen @dst yet, so the non-atomic flag update is safe.
+ */
+static void rocm_prepare(struct folio *src, struct folio *dst)
+{
+	dst->index = src->index;
+	dst->mapping = src->mapping;
+	if (folio_test_swapbacked(src))
+		__folio_set_swapbacked(dst);
+	if (folio_test_uptodate(src))
+		folio_mark_uptodate(dst);
+	mem_cgroup_replace_folio(src, dst);
+}
+
+/*
+ * Put every PTE back on @src, flushing each (@dst may be freed before
+ * the batch flushes), and take back all that rocm_prepare() gave @dst,
+ * which the classic path reuses or frees.  Both hold the same data and
+ * nobody wrote either.  Others may have seen @dst (a thread waiting for
+ * its lock sets PG_waiters), so its flags change atomically.
+ */
+static void rocm_undo(struct folio *src, struct folio *dst)
+{
+	struct rocm_walk undo = { .from = dst, .to = src };
+
+	if (folio_mapped(dst))
+		rocm_walk(&undo, rocm_switch_one);
+	if (WARN_ON_ONCE(folio_mapped(dst)))
+		return;
+	mem_cgroup_uncharge(dst);
+	dst->mapping = NULL;
+	folio_clear_swapbacked(dst);
+	folio_clear_uptodate(dst);
+}
+
+/*
+ * After the batch flushed what __migrate_rocm_check() queued: copy @src
+ * to @dst and switch every mapping.  True when every mapping points at
+ * @dst and @src only waits to be freed; the switched PTEs' old
+ * translations are then queued on the batch, which must flush before
+ * either folio is unlocked.  False when nothing changed and the classic
+ * path must unmap @src.  Both folios are locked.
+ */
+bool migrate_rocm_move(struct folio *src, struct folio *dst)
+{
+	struct address_space *mapping = folio_mapping(src);
+	struct rocm_walk w = {
+		.from = src, .to = dst, .check = true, .defer = ROCM_DEFER_FLUSH,
+	};
+	u64 t;
+
+	/* No CPU can write @src now: copy while readers keep using it. */
 	t = migrate_stage_begin();
 	if (folio_mc_copy(dst, src)) {
 		rocm_fallback(src, ROCM_COPY);
@@ -425,46 +565,24 @@ bool __migrate_rocm(struct folio *src, struct folio *dst)
 	migrate_stage_copied(t, folio_size(src));
 	rocm_debug_delay(ROCM_DELAY_COPY);
 
-	/*
-	 * Make @dst look like @src to the rmap and memcg before any PTE
-	 * points at it: same anon_vma or mapping and index, uptodate, and
-	 * charged to the same memcg (@src keeps its charge until freed).
-	 */
-	dst->index = src->index;
-	dst->mapping = src->mapping;
-	if (folio_test_swapbacked(src))
-		__folio_set_swapbacked(dst);
-	if (folio_test_uptodate(src))
-		folio_mark_uptodate(dst);
-	mem_cgroup_replace_folio(src, dst);
-
+	rocm_prepare(src, dst);
 	t = migrate_stage_begin();
-	rocm_walk(&w);
+	rocm_walk(&w, rocm_switch_one);
+	/* the switched PTEs before the reference count (GUP-fast rechecks) */
+	smp_mb();
 	if (w.why == ROCM_OK && folio_mapped(src))
-		w.why = ROCM_CHANGED;	/* e.g. a fork mapped it again */
+		w.why = ROCM_CHANGED;
 	if (w.why == ROCM_OK &&
 	    folio_migrate_mapping(mapping, dst, src, 0) != MIGRATEPAGE_SUCCESS)
 		w.why = ROCM_RACE;
 	if (w.why != ROCM_OK) {
-		struct rocm_walk undo = { .from = dst, .to = src };
-
-		/*
-		 * Every PTE back to the untouched source, flushing each: @dst
-		 * may be freed before the batch flushes.
-		 */
-		if (folio_mapped(dst))
-			rocm_walk(&undo);
-		WARN_ON_ONCE(folio_mapped(dst));
-		dst->mapping = NULL;
-		__folio_clear_swapbacked(dst);
-		folio_clear_uptodate(dst);
+		rocm_undo(src, dst);
 		rocm_fallback(src, w.why);
 		return false;
 	}
 	migrate_stage_end(MIGRATE_STAGE_REMAP, t);
-	migrate_stage_rocm();
 
-	folio_migrate_flags(dst, src);
+	rocm_migrate_flags(dst, src);
 	/* as after move_to_new_folio(): page cache must not free a mapping */
 	if (!folio_test_anon(src))
 		src->mapping = NULL;

@@ -4,10 +4,13 @@
  *
  * A folio whose every mapping is a present, read-only PTE, and that no
  * one can write in place without first taking the folio lock or copying
- * it away (COW), can be copied while it stays mapped.  Each PTE is then
- * switched straight to the copy under its page-table lock, so no
- * migration entry is installed and no reader ever sleeps on one.  See
- * Documentation/mm/migrate_rocm.rst for the rules and why each is needed.
+ * it away (COW), can be copied while it stays mapped.  Before the copy,
+ * a check walk applies the rules to every mapping and queues a TLB
+ * flush of each, so that no CPU keeps a stale writable translation; the
+ * migration batch flushes once for all its folios.  After that flush the
+ * folio is copied and each PTE is switched to the copy under its
+ * page-table lock, so no migration entry is installed and no reader ever
+ * sleeps on one.  See Documentation/mm/migrate_rocm.rst.
  */
 #ifndef _LINUX_MIGRATE_ROCM_H
 #define _LINUX_MIGRATE_ROCM_H
@@ -41,6 +44,7 @@ enum rocm_reason {
 	ROCM_CHANGED,		/* the mappings changed under the switch */
 	ROCM_RACE,		/* a reference appeared during the switch */
 	ROCM_COPY,		/* the copy hit a memory error */
+	ROCM_FLUSH_PENDING,	/* the mm has a TLB flush pending */
 	NR_ROCM_REASONS
 };
 
@@ -52,13 +56,13 @@ struct rocm_folio_facts {
 	bool writeback;
 	bool dirty;		/* PG_dirty (page cache: and can be written back) */
 	bool anon;
-	bool ksm;		/* KSM: read-only, every write copies */
 	bool swapcache;
 	bool mlocked;
 	bool private;		/* PG_private */
 	bool maybe_pinned;	/* folio_maybe_dma_pinned() */
 	bool plain_aops;	/* page cache whose migrate_folio copies data only */
 	bool anon_exclusive;	/* PageAnonExclusive() */
+	bool shmem_writable;	/* shmem that some mapping may write */
 	int ref_count;		/* folio_ref_count() */
 	int expected_refs;	/* folio_expected_ref_count() + the isolation ref */
 };
@@ -73,6 +77,7 @@ struct rocm_pte_facts {
 	bool vm_shared;		/* VM_SHARED */
 	bool vm_maywrite;	/* VM_MAYWRITE */
 	bool page_mkwrite;	/* vm_ops->page_mkwrite or pfn_mkwrite */
+	bool flush_pending;	/* mm_tlb_flush_pending() */
 };
 
 enum rocm_reason rocm_check_folio(const struct rocm_folio_facts *f);
@@ -84,26 +89,34 @@ const char *rocm_reason_name(enum rocm_reason reason);
 
 DECLARE_STATIC_KEY_FALSE(migrate_rocm_key);
 
-bool __migrate_rocm(struct folio *src, struct folio *dst);
+bool __migrate_rocm_check(struct folio *src);
+bool migrate_rocm_move(struct folio *src, struct folio *dst);
 
 struct mm_struct;
-/* mm/rmap.c: defer the flush of a switched PTE to the batch (x86). */
+/* mm/rmap.c: add a PTE's old translation to the batched flush */
 bool rocm_defer_flush(struct mm_struct *mm, pte_t pteval, unsigned long uaddr);
+/* mm/migrate.c: folio_migrate_flags() without the memcg transfer */
+void rocm_migrate_flags(struct folio *newfolio, struct folio *folio);
 
 /*
- * Try to move locked, isolated, mapped @src to locked @dst without
- * unmapping it.  True when every mapping now points at @dst and @src only
- * waits to be freed; false when nothing changed and the classic path must
- * run.  Off (vm.migrate_rocm = 0) it costs a patched-out branch.
+ * Unmap phase: may locked, isolated, mapped @src move in place?  True
+ * when every mapping passed the rules and its TLB flush is queued on the
+ * batch; then migrate_rocm_move() must be called after that flush.
+ * Off (vm.migrate_rocm = 0) it costs a patched-out branch.
  */
-static inline bool migrate_rocm(struct folio *src, struct folio *dst)
+static inline bool migrate_rocm_check(struct folio *src)
 {
 	if (!static_branch_unlikely(&migrate_rocm_key))
 		return false;
-	return __migrate_rocm(src, dst);
+	return __migrate_rocm_check(src);
 }
 #else
-static inline bool migrate_rocm(struct folio *src, struct folio *dst)
+static inline bool migrate_rocm_check(struct folio *src)
+{
+	return false;
+}
+
+static inline bool migrate_rocm_move(struct folio *src, struct folio *dst)
 {
 	return false;
 }

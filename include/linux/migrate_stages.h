@@ -221,6 +221,14 @@ static inline void migrate_stage_folio_move_begin(struct migrate_stage_ctx *ctx,
 		__migrate_stage_folio_move_begin(ctx, src, dst);
 }
 
+/* ROCM copies and switches the @idx-th unmapped folio before the move. */
+static inline void migrate_stage_folio_select(struct migrate_stage_ctx *ctx,
+					      unsigned int idx)
+{
+	if (ctx->start)
+		ctx->folio_on = migrate_stage_sampled(ctx, idx);
+}
+
 /* The @idx-th unmapped folio was moved (or given up) and unlocked. */
 static inline void migrate_stage_folio_moved(struct migrate_stage_ctx *ctx,
 					     unsigned int idx, int pass, int rc)
@@ -273,6 +281,8 @@ static inline void migrate_stage_folio_move_begin(struct migrate_stage_ctx *ctx,
 						  unsigned int idx, int pass) { }
 static inline void migrate_stage_folio_moved(struct migrate_stage_ctx *ctx,
 					     unsigned int idx, int pass, int rc) { }
+static inline void migrate_stage_folio_select(struct migrate_stage_ctx *ctx,
+					      unsigned int idx) { }
 static inline void migrate_stage_fault_wait(unsigned long pfn, u64 t0) { }
 static inline void migrate_stage_rocm(void) { }
 

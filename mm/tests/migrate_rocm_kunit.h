@@ -76,9 +76,16 @@ static void rf_fewer_refs(struct rocm_folio_facts *f)
 	f->ref_count--;
 }
 
+/* KSM: anon, never exclusive, mapped read-only; the anon rules decide */
 static void rf_ksm(struct rocm_folio_facts *f)
 {
-	f->ksm = true;
+	f->anon_exclusive = false;
+}
+
+/* tmpfs with a shared writable mapping somewhere (no page_mkwrite) */
+static void rf_shmem_writable(struct rocm_folio_facts *f)
+{
+	f->shmem_writable = true;
 }
 
 static void rf_swapcache(struct rocm_folio_facts *f)
@@ -128,6 +135,7 @@ static const struct rocm_folio_case rocm_folio_cases[] = {
 	{ "special a_ops",	rf_odd_aops,	ROCM_MAPPING,	ROCM_OK },
 	/* exclusivity only matters for anon */
 	{ "anon exclusive",	rf_exclusive,	ROCM_OK,	ROCM_EXCLUSIVE },
+	{ "shmem writably mapped", rf_shmem_writable, ROCM_SHARED_WRITE, ROCM_OK },
 };
 
 static void rocm_test_folio_rules(struct kunit *test)
@@ -199,6 +207,12 @@ static void rp_mkwrite_rw(struct rocm_pte_facts *p)
 	p->page_mkwrite = true;
 }
 
+/* a write-protect (mprotect, NUMA hint) has not flushed yet */
+static void rp_flush_pending(struct rocm_pte_facts *p)
+{
+	p->flush_pending = true;
+}
+
 /* private file mapping that may be written: writes copy */
 static void rp_private_rw(struct rocm_pte_facts *p)
 {
@@ -216,6 +230,7 @@ static const struct rocm_pte_case rocm_pte_cases[] = {
 	{ "shared maywrite, no mkwrite", rp_shmem_rw, ROCM_SHARED_WRITE, ROCM_OK },
 	{ "shared maywrite, mkwrite", rp_mkwrite_rw, ROCM_OK,	   ROCM_OK },
 	{ "private maywrite",	 rp_private_rw,	ROCM_OK,	   ROCM_OK },
+	{ "TLB flush pending",	 rp_flush_pending, ROCM_FLUSH_PENDING, ROCM_FLUSH_PENDING },
 };
 
 static void rocm_test_pte_rules(struct kunit *test)
@@ -235,6 +250,40 @@ static void rocm_test_pte_rules(struct kunit *test)
 	}
 }
 
+/*
+ * The switched PTE is built from the VMA's protection: read-only even
+ * where that protection is writable, without a NUMA hint's PROT_NONE,
+ * and keeping the old PTE's young, dirty and soft-dirty bits.
+ */
+static void rocm_test_make_pte(struct kunit *test)
+{
+	const unsigned long pfn = 0x1234;
+	pte_t old = pfn_pte(pfn + 1, PAGE_READONLY), pte;
+
+	pte = rocm_make_pte(PAGE_SHARED, pfn, old);
+	KUNIT_EXPECT_EQ(test, pfn, pte_pfn(pte));
+	KUNIT_EXPECT_TRUE(test, pte_present(pte));
+	KUNIT_EXPECT_FALSE(test, pte_write(pte));
+
+	pte = rocm_make_pte(PAGE_READONLY, pfn, pte_mkold(old));
+	KUNIT_EXPECT_FALSE(test, pte_young(pte));
+	KUNIT_EXPECT_FALSE(test, pte_dirty(pte));
+	pte = rocm_make_pte(PAGE_READONLY, pfn, pte_mkyoung(pte_mkdirty(old)));
+	KUNIT_EXPECT_TRUE(test, pte_young(pte));
+	KUNIT_EXPECT_TRUE(test, pte_dirty(pte));
+	KUNIT_EXPECT_FALSE(test, pte_write(pte));
+	pte = rocm_make_pte(PAGE_READONLY, pfn, pte_mksoft_dirty(old));
+	if (IS_ENABLED(CONFIG_MEM_SOFT_DIRTY))
+		KUNIT_EXPECT_TRUE(test, pte_soft_dirty(pte));
+#ifdef CONFIG_NUMA_BALANCING
+	/* a NUMA-hinting PTE: the new one is accessible again */
+	old = pfn_pte(pfn + 1, PAGE_NONE);
+	KUNIT_EXPECT_TRUE(test, pte_protnone(old));
+	KUNIT_EXPECT_FALSE(test, pte_protnone(rocm_make_pte(PAGE_READONLY,
+							    pfn, old)));
+#endif
+}
+
 /* Every reason has a name, and out-of-range values do not crash. */
 static void rocm_test_reason_names(struct kunit *test)
 {
@@ -248,6 +297,7 @@ static void rocm_test_reason_names(struct kunit *test)
 static struct kunit_case rocm_test_cases[] = {
 	KUNIT_CASE(rocm_test_folio_rules),
 	KUNIT_CASE(rocm_test_pte_rules),
+	KUNIT_CASE(rocm_test_make_pte),
 	KUNIT_CASE(rocm_test_reason_names),
 	{}
 };
