@@ -271,16 +271,17 @@ struct rocm_walk {
 	struct folio *from;
 	struct folio *to;
 	bool check;		/* apply the rules */
-	bool defer;		/* flush switched PTEs with the batch (x86) */
+	bool defer;		/* overwrite in place, flush with the batch (x86) */
 	enum rocm_reason why;	/* first rule that failed */
 	unsigned int nr;	/* PTEs checked or switched */
 };
 
 /*
- * Whether switched PTEs may keep a stale translation to the source until
- * the batch's flush.  x86 allows overwriting a present PTE's PFN; arm64
- * requires break-before-make with the TLBI completed before the new PTE
- * is written, and other architectures get the same conservative path.
+ * Whether a PTE may be switched in one store, its stale translation to
+ * the source flushed with the batch.  x86 allows overwriting a present
+ * PTE's PFN; arm64 requires break-before-make with the TLBI completed
+ * before the new PTE is written, and other architectures get the same
+ * conservative path.
  */
 #define ROCM_DEFER_FLUSH	IS_ENABLED(CONFIG_X86)
 
@@ -320,7 +321,7 @@ static enum rocm_reason rocm_pte_why(struct folio *folio,
 		.vm_locked = vma->vm_flags & VM_LOCKED,
 		.vm_shared = vma->vm_flags & VM_SHARED,
 		.vm_maywrite = vma->vm_flags & VM_MAYWRITE,
-		.page_mkwrite = ops && (ops->page_mkwrite || ops->pfn_mkwrite),
+		.page_mkwrite = ops && ops->page_mkwrite,
 		.flush_pending = before_flush &&
 				 mm_tlb_flush_pending(vma->vm_mm),
 	};
@@ -383,18 +384,24 @@ static bool rocm_switch_pte(struct rocm_walk *w,
 	pte_t old;
 
 	/*
-	 * Break: clear, and (unless deferred) flush.  A deferred flush is
-	 * safe on x86: a stale entry can only read @from, whose contents
-	 * equal @to's until both are unlocked, after the batch's flush.
+	 * x86: overwrite the present PTE in one store, so a reader that
+	 * walks the table meanwhile finds one folio or the other and never
+	 * an empty PTE (which would send a file fault to sleep on @from's
+	 * lock).  The hardware cannot set Dirty on a read-only PTE; an
+	 * Accessed bit set in between is lost, which only ages the page.  A
+	 * stale entry can only read @from, whose contents equal @to's until
+	 * both are unlocked, after the batch's flush.
+	 * Elsewhere break-before-make: clear and flush, then write.
 	 */
 	if (w->defer)
-		old = ptep_get_and_clear(mm, addr, pvmw->pte);
+		old = ptep_get(pvmw->pte);
 	else
 		old = ptep_clear_flush(vma, addr, pvmw->pte);
 	if (w->check && (pte_write(old) ||
 			 (pte_dirty(old) && !folio_test_anon(from)))) {
 		/* cannot happen after the check walk's flush; undo */
-		set_pte_at(mm, addr, pvmw->pte, old);
+		if (!w->defer)
+			set_pte_at(mm, addr, pvmw->pte, old);
 		w->why = pte_write(old) ? ROCM_PTE_WRITE : ROCM_PTE_DIRTY;
 		return false;
 	}
@@ -432,6 +439,9 @@ static bool rocm_switch_one(struct folio *from, struct vm_area_struct *vma,
 			w->why = rocm_pte_why(from, &pvmw, &pte, false);
 		else
 			w->why = rocm_pte_get(&pvmw, &pte);
+		/* the undo goes on: every other PTE must go back */
+		if (!w->check && w->why)
+			continue;
 		if (w->why || !rocm_switch_pte(w, &pvmw)) {
 			ok = false;
 			page_vma_mapped_walk_done(&pvmw);
@@ -517,14 +527,16 @@ static void rocm_prepare(struct folio *src, struct folio *dst)
 	if (folio_test_uptodate(src))
 		folio_mark_uptodate(dst);
 	mem_cgroup_replace_folio(src, dst);
+	flush_dcache_folio(dst);
 }
 
 /*
  * Put every PTE back on @src, flushing each (@dst may be freed before
- * the batch flushes), and take back all that rocm_prepare() gave @dst,
- * which the classic path reuses or frees.  Both hold the same data and
- * nobody wrote either.  Others may have seen @dst (a thread waiting for
- * its lock sets PG_waiters), so its flags change atomically.
+ * the batch flushes), and take back what rocm_prepare() gave @dst, which
+ * the classic path reuses or frees.  Both hold the same data and nobody
+ * wrote either.  Others may have seen @dst (a thread waiting for its
+ * lock sets PG_waiters), so its flags change atomically; PG_swapbacked
+ * stays, as the classic path would set it again, non-atomically.
  */
 static void rocm_undo(struct folio *src, struct folio *dst)
 {
@@ -536,8 +548,22 @@ static void rocm_undo(struct folio *src, struct folio *dst)
 		return;
 	mem_cgroup_uncharge(dst);
 	dst->mapping = NULL;
-	folio_clear_swapbacked(dst);
 	folio_clear_uptodate(dst);
+}
+
+/*
+ * @src is unmapped: may it go, with no reference nobody explains?  Page
+ * cache moves its entry to @dst under a frozen count.  Anon needs only
+ * the count: @dst already has what folio_migrate_mapping() would give
+ * it, and that would set PG_swapbacked non-atomically on a folio that
+ * is already mapped.
+ */
+static bool rocm_migrate_mapping(struct address_space *mapping,
+				 struct folio *dst, struct folio *src)
+{
+	if (!mapping)
+		return folio_ref_count(src) == folio_expected_ref_count(src) + 1;
+	return folio_migrate_mapping(mapping, dst, src, 0) == MIGRATEPAGE_SUCCESS;
 }
 
 /*
@@ -572,8 +598,7 @@ bool migrate_rocm_move(struct folio *src, struct folio *dst)
 	smp_mb();
 	if (w.why == ROCM_OK && folio_mapped(src))
 		w.why = ROCM_CHANGED;
-	if (w.why == ROCM_OK &&
-	    folio_migrate_mapping(mapping, dst, src, 0) != MIGRATEPAGE_SUCCESS)
+	if (w.why == ROCM_OK && !rocm_migrate_mapping(mapping, dst, src))
 		w.why = ROCM_RACE;
 	if (w.why != ROCM_OK) {
 		rocm_undo(src, dst);
@@ -586,7 +611,11 @@ bool migrate_rocm_move(struct folio *src, struct folio *dst)
 	/* as after move_to_new_folio(): page cache must not free a mapping */
 	if (!folio_test_anon(src))
 		src->mapping = NULL;
-	flush_dcache_folio(dst);
+	/*
+	 * @dst carries the charge now; dropping @src's at once, rather than
+	 * when the batch frees it, keeps a double charge to one folio.
+	 */
+	mem_cgroup_uncharge(src);
 
 	if (IS_ENABLED(CONFIG_DEBUG_VM)) {
 		void *a = kmap_local_folio(src, 0);

@@ -76,7 +76,7 @@ struct rocm_pte_facts {
 	bool vm_locked;		/* VM_LOCKED */
 	bool vm_shared;		/* VM_SHARED */
 	bool vm_maywrite;	/* VM_MAYWRITE */
-	bool page_mkwrite;	/* vm_ops->page_mkwrite or pfn_mkwrite */
+	bool page_mkwrite;	/* vm_ops->page_mkwrite */
 	bool flush_pending;	/* mm_tlb_flush_pending() */
 };
 
