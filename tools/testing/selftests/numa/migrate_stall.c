@@ -191,24 +191,13 @@ static int get_phase(void)
 	return __atomic_load_n(&phase, __ATOMIC_ACQUIRE);
 }
 
-static void pin(int cpu)
-{
-	cpu_set_t set;
-
-	if (cpu < 0)
-		return;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	sched_setaffinity(0, sizeof(set), &set);
-}
-
 static void *stamp_thread(void *arg)
 {
 	struct stamper *s = arg;
 	uint64_t last, now;
 	int ph;
 
-	pin(s->cpu);
+	nu_pin_cpu(s->cpu);
 	last = nu_now_ns();
 	while ((ph = get_phase()) < PH_STOP) {
 		for (size_t i = 0; i < s->pages; i++) {
@@ -248,7 +237,7 @@ static void *hog_thread(void *arg)
 	uint64_t *passes = arg;
 	char *mem;
 
-	pin(cpu_hog);
+	nu_pin_cpu(cpu_hog);
 	nodemask_of(node_b, bmask);
 	nu_set_mempolicy(MPOL_BIND, bmask, 8 * sizeof(bmask));
 	mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
@@ -591,7 +580,7 @@ static void run_variant(const struct variant *v, const struct load *ld,
 	memset(o, 0, sizeof(*o));
 	o->min_on_target = -1;
 	nodemask_of(node_a, amask);
-	pin(cpu_workers[0]);
+	nu_pin_cpu(cpu_workers[0]);
 	nu_set_mempolicy(MPOL_BIND, amask, 8 * sizeof(amask));
 	buf = make_buffer(v, bytes, o->why, sizeof(o->why), kids);
 	nu_set_mempolicy(MPOL_DEFAULT, NULL, 0);
@@ -630,7 +619,7 @@ static void run_variant(const struct variant *v, const struct load *ld,
 		bybuf = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE,
 			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		/* first touch from the bystander's CPU: its memory is local there */
-		pin(cpu_bystander);
+		nu_pin_cpu(cpu_bystander);
 		for (size_t i = 0; i < (size_t)(1 << 20) / page_size; i++)
 			*(uint64_t *)(bybuf + i * page_size) = PATTERN(i);
 		by->cpu = cpu_bystander;
@@ -639,7 +628,7 @@ static void run_variant(const struct variant *v, const struct load *ld,
 		by->write = true;
 		pthread_create(&by->tid, NULL, stamp_thread, by);
 	}
-	pin(cpu_migrator);
+	nu_pin_cpu(cpu_migrator);
 
 	/* Baseline. */
 	usleep(opt.baseline * 1e6);

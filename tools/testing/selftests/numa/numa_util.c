@@ -493,6 +493,17 @@ uint64_t nu_hist_pct(const struct nu_hist *h, double pct)
 	return (1ULL << b) - 1 < h->max ? (1ULL << b) - 1 : h->max;
 }
 
+void nu_pin_cpu(int cpu)
+{
+	cpu_set_t set;
+
+	if (cpu < 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
 int nu_fork_sharers(pid_t *kids, int n, void (*fn)(void *arg), void *arg)
 {
 	int ready[2], got = 0;

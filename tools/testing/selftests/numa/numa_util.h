@@ -79,6 +79,9 @@ long long nu_vmstat(const char *name);
  */
 int nu_fork_sharers(pid_t *kids, int n, void (*fn)(void *arg), void *arg);
 
+/* Pin the calling thread to @cpu; a negative @cpu leaves it free. */
+void nu_pin_cpu(int cpu);
+
 /* Environment. */
 bool nu_in_vm(void);
 int nu_read_cpu_times(unsigned long long *busy, unsigned long long *total);

@@ -107,17 +107,6 @@ struct reader {
 	uint64_t bad, reads;
 };
 
-static void pin(int cpu)
-{
-	cpu_set_t set;
-
-	if (cpu < 0)
-		return;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	sched_setaffinity(0, sizeof(set), &set);
-}
-
 static uint64_t load_word(const char *p)
 {
 	return __atomic_load_n((const uint64_t *)p, __ATOMIC_RELAXED);
@@ -127,7 +116,7 @@ static void *reader_fn(void *arg)
 {
 	struct reader *r = arg;
 
-	pin(r->cpu);
+	nu_pin_cpu(r->cpu);
 	while (!__atomic_load_n(r->stop, __ATOMIC_RELAXED))
 		for (size_t i = 0; i < r->b->pages; i++) {
 			uint64_t v = load_word(r->b->p + i * page_size);
@@ -265,7 +254,7 @@ static bool make_buf(enum cls c, struct buf *b, char *why)
 		snprintf(why, 256, "no --ext4-dir: run by rocm_ext4.sh");
 		return false;
 	}
-	pin(cpu_read[0]);
+	nu_pin_cpu(cpu_read[0]);
 	bind_to(node_a);
 	switch (c) {
 	case C_EXT4_SHARED:
@@ -473,7 +462,7 @@ static void run_class(enum cls c, bool rocm, struct run *r)
 		pthread_create(&rd[i].tid, NULL, reader_fn, &rd[i]);
 	}
 	usleep(20000);
-	pin(cpu_mig);
+	nu_pin_cpu(cpu_mig);
 	s0 = nu_vmstat("migrate_rocm_success");
 	f0 = nu_vmstat("migrate_rocm_fallback");
 	for (int i = 0; i < 2 * opt.rounds; i++) {

@@ -185,18 +185,6 @@ static int allowed_cpus(int *cpus, int max)
 	return n;
 }
 
-/* Pin the calling thread; a negative @cpu leaves it free. */
-static void pin(int cpu)
-{
-	cpu_set_t set;
-
-	if (cpu < 0)
-		return;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	sched_setaffinity(0, sizeof(set), &set);
-}
-
 static bool knob_set(const char *name, long us)
 {
 	char path[128], val[32];
@@ -365,7 +353,7 @@ static void *bounce_fn(void *arg)
 {
 	struct bouncer *b = arg;
 
-	pin(b->cpu);
+	nu_pin_cpu(b->cpu);
 	while (running())
 		bounce_once(b);
 	return NULL;
@@ -439,7 +427,7 @@ static void *fr_writer_fn(void *arg)
 {
 	struct fr_writer *w = arg;
 
-	pin(w->cpu);
+	nu_pin_cpu(w->cpu);
 	for (unsigned long long r = 1; running(); r++) {
 		for (int p = 0; p < FR_PAGES; p++) {
 			unsigned long long *x = fr_word(w->buf, p, w->word);
@@ -573,7 +561,7 @@ TEST_F(rocm_race, fork_race)
 	counters_start(&self->c0);
 	fr_start(_metadata, w, buf, sh, cpus, nr);
 	ASSERT_EQ(0, pthread_create(&mig.tid, NULL, bounce_fn, &mig));
-	pin(nr >= 3 ? cpus[0] : -1);
+	nu_pin_cpu(nr >= 3 ? cpus[0] : -1);
 	forks = fr_fork_loop(buf, sh, nu_now() + self->seconds);
 	stop_all();
 	for (int t = 0; t < FR_WRITERS; t++)
