@@ -266,6 +266,11 @@ static void rocm_folio_facts(struct folio *src, struct rocm_folio_facts *f)
  * One rmap walk over the PTEs that map @from.  The check walk applies
  * the rules and queues a flush of each PTE; the switch walk points each
  * PTE at @to; the undo walk (@check false) points them back.
+ *
+ * Each walk looks at PTEs under their lock only (PVMW_SYNC): without it
+ * page_vma_mapped_walk() skips a PTE that is none when it peeks, and a
+ * copy-on-write fault clears the PTE before it drops the old folio's
+ * rmap, so a walk could miss a mapping that is still counted.
  */
 struct rocm_walk {
 	struct folio *from;
@@ -331,7 +336,7 @@ static enum rocm_reason rocm_pte_why(struct folio *folio,
 static bool rocm_check_one(struct folio *folio, struct vm_area_struct *vma,
 			   unsigned long address, void *arg)
 {
-	DEFINE_FOLIO_VMA_WALK(pvmw, folio, vma, address, 0);
+	DEFINE_FOLIO_VMA_WALK(pvmw, folio, vma, address, PVMW_SYNC);
 	struct rocm_walk *w = arg;
 	pte_t pte;
 
@@ -425,7 +430,7 @@ static bool rocm_switch_pte(struct rocm_walk *w,
 static bool rocm_switch_one(struct folio *from, struct vm_area_struct *vma,
 			    unsigned long address, void *arg)
 {
-	DEFINE_FOLIO_VMA_WALK(pvmw, from, vma, address, 0);
+	DEFINE_FOLIO_VMA_WALK(pvmw, from, vma, address, PVMW_SYNC);
 	struct mmu_notifier_range range;
 	struct rocm_walk *w = arg;
 	bool ok = true;
@@ -541,9 +546,12 @@ static void rocm_prepare(struct folio *src, struct folio *dst)
 static void rocm_undo(struct folio *src, struct folio *dst)
 {
 	struct rocm_walk undo = { .from = dst, .to = src };
+	int tries;
 
-	if (folio_mapped(dst))
+	/* a mapping in the middle of a fork or a zap may need a second look */
+	for (tries = 0; folio_mapped(dst) && tries < 3; tries++)
 		rocm_walk(&undo, rocm_switch_one);
+	/* nothing may be left: the classic path must not get a mapped @dst */
 	if (WARN_ON_ONCE(folio_mapped(dst)))
 		return;
 	mem_cgroup_uncharge(dst);
