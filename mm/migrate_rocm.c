@@ -276,7 +276,8 @@ struct rocm_walk {
 	struct folio *from;
 	struct folio *to;
 	bool check;		/* apply the rules */
-	bool defer;		/* overwrite in place, flush with the batch (x86) */
+	bool inplace;		/* replace a PTE in one store (x86) */
+	bool defer;		/* flush with the batch, not at once */
 	enum rocm_reason why;	/* first rule that failed */
 	unsigned int nr;	/* PTEs checked or switched */
 };
@@ -288,7 +289,7 @@ struct rocm_walk {
  * before the new PTE is written, and other architectures get the same
  * conservative path.
  */
-#define ROCM_DEFER_FLUSH	IS_ENABLED(CONFIG_X86)
+#define ROCM_INPLACE	(IS_ENABLED(CONFIG_X86) && IS_ENABLED(CONFIG_64BIT))
 
 /* Under the PTL: the present PTE the walk stands on, or why not. */
 static enum rocm_reason rocm_pte_get(struct page_vma_mapped_walk *pvmw,
@@ -395,17 +396,18 @@ static bool rocm_switch_pte(struct rocm_walk *w,
 	 * lock).  The hardware cannot set Dirty on a read-only PTE; an
 	 * Accessed bit set in between is lost, which only ages the page.  A
 	 * stale entry can only read @from, whose contents equal @to's until
-	 * both are unlocked, after the batch's flush.
+	 * both are unlocked, after the flush.  (A 32-bit PAE PTE is written
+	 * in two halves: not there.)
 	 * Elsewhere break-before-make: clear and flush, then write.
 	 */
-	if (w->defer)
+	if (w->inplace)
 		old = ptep_get(pvmw->pte);
 	else
 		old = ptep_clear_flush(vma, addr, pvmw->pte);
 	if (w->check && (pte_write(old) ||
 			 (pte_dirty(old) && !folio_test_anon(from)))) {
 		/* cannot happen after the check walk's flush; undo */
-		if (!w->defer)
+		if (!w->inplace)
 			set_pte_at(mm, addr, pvmw->pte, old);
 		w->why = pte_write(old) ? ROCM_PTE_WRITE : ROCM_PTE_DIRTY;
 		return false;
@@ -417,7 +419,7 @@ static bool rocm_switch_pte(struct rocm_walk *w,
 		folio_add_file_rmap_pte(to, &to->page, vma);
 	set_pte_at(mm, addr, pvmw->pte,
 		   rocm_make_pte(READ_ONCE(vma->vm_page_prot), folio_pfn(to), old));
-	if (w->defer && !rocm_defer_flush(mm, old, addr))
+	if (w->inplace && (!w->defer || !rocm_defer_flush(mm, old, addr)))
 		flush_tlb_page(vma, addr);
 	update_mmu_cache(vma, addr, pvmw->pte);
 	folio_remove_rmap_pte(from, &from->page, vma);
@@ -545,13 +547,18 @@ static void rocm_prepare(struct folio *src, struct folio *dst)
  */
 static void rocm_undo(struct folio *src, struct folio *dst)
 {
-	struct rocm_walk undo = { .from = dst, .to = src };
-	int tries;
+	struct rocm_walk undo = {
+		.from = dst, .to = src, .inplace = ROCM_INPLACE,
+	};
 
-	/* a mapping in the middle of a fork or a zap may need a second look */
-	for (tries = 0; folio_mapped(dst) && tries < 3; tries++)
+	if (folio_mapped(dst))
 		rocm_walk(&undo, rocm_switch_one);
-	/* nothing may be left: the classic path must not get a mapped @dst */
+	/*
+	 * Nothing can be left (every PTE is looked at under its lock, and a
+	 * fork's child comes after its parent in rmap order) unless a
+	 * mapping rmap cannot reach took @dst meanwhile.  The classic path
+	 * must not get a mapped @dst; there is no safe way on from here.
+	 */
 	if (WARN_ON_ONCE(folio_mapped(dst)))
 		return;
 	mem_cgroup_uncharge(dst);
@@ -586,7 +593,8 @@ bool migrate_rocm_move(struct folio *src, struct folio *dst)
 {
 	struct address_space *mapping = folio_mapping(src);
 	struct rocm_walk w = {
-		.from = src, .to = dst, .check = true, .defer = ROCM_DEFER_FLUSH,
+		.from = src, .to = dst, .check = true,
+		.inplace = ROCM_INPLACE, .defer = ROCM_INPLACE,
 	};
 	u64 t;
 
