@@ -505,7 +505,11 @@ bool __migrate_rocm_check(struct folio *src)
 	rocm_folio_facts(src, &f);
 	why = rocm_check_folio(&f);
 	if (!why) {
+		/* timed as UNMAP: the walk ROCM does instead of unmapping */
+		u64 t = migrate_stage_begin();
+
 		rocm_walk(&w, rocm_check_one);
+		migrate_stage_unmapped(t, w.nr);
 		why = w.why;
 		/* a mapping the walk skipped (exec's temporary stack) */
 		if (!why && w.nr != folio_mapcount(src))
