@@ -38,8 +38,10 @@
  *   they land between the copy and the switch (copy_delay_us, default
  *   200), which makes ROCM undo; move_pages() and compact_memory run in
  *   a loop.  Fails on a new bad page report in the kernel log, on
- *   memory.current left above its start after draining, or when the
- *   cgroup cannot be removed.
+ *   memory.current left above its start after draining, when the
+ *   cgroup cannot be removed, or when (window widened, tracefs there)
+ *   the mm_migrate_rocm tracepoint saw no undo ("race"): then the test
+ *   proved nothing.
  *
  * The delay knobs are in /sys/kernel/debug/migrate_rocm/
  * (CONFIG_MIGRATE_ROCM_DEBUG); without them the tests run with the
@@ -76,6 +78,7 @@
 #define KNOBS		"/sys/kernel/debug/migrate_rocm/"
 #define CGROOT		"/sys/fs/cgroup"
 #define COMPACT		"/proc/sys/vm/compact_memory"
+#define TRACEFS		"/sys/kernel/tracing/instances/"
 #define MAX_KIDS	4
 #define REPORT_MAX	5	/* mismatches printed per check */
 
@@ -195,7 +198,7 @@ static bool knob_set(const char *name, long us)
 }
 
 /* Make ROCM sleep after its copy and after each switched mapping. */
-static void widen(struct __test_metadata *_metadata, long copy_us,
+static bool widen(struct __test_metadata *_metadata, long copy_us,
 		  long switch_us)
 {
 	if (copy_us)
@@ -205,10 +208,11 @@ static void widen(struct __test_metadata *_metadata, long copy_us,
 	if (!knob_set("copy_delay_us", copy_us) ||
 	    !knob_set("switch_delay_us", switch_us)) {
 		TH_LOG("no " KNOBS " (CONFIG_MIGRATE_ROCM_DEBUG): window not widened");
-		return;
+		return false;
 	}
 	TH_LOG("window widened: copy_delay_us=%ld switch_delay_us=%ld",
 	       copy_us, switch_us);
+	return true;
 }
 
 static void counters_start(struct rocm_count *c0)
@@ -1058,6 +1062,60 @@ static void mc_setup(struct __test_metadata *_metadata, const char *dir,
 	ASSERT_EQ(MC_SHARERS, got);
 }
 
+/*
+ * A tracing instance that records ROCM's fallbacks (mm_migrate_rocm
+ * with a reason other than "ok"); @inst is "" when tracefs is missing.
+ */
+#define ROCM_EVENT	"/events/migrate/mm_migrate_rocm/"
+
+static bool inst_write(const char *inst, const char *file, const char *val)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%.128s" ROCM_EVENT "%s", inst, file);
+	return !nu_write_str(path, val);
+}
+
+static void fallback_trace_start(char *inst, size_t len)
+{
+	snprintf(inst, len, TRACEFS "rocm_race.%d", getpid());
+	if (mkdir(inst, 0755)) {
+		inst[0] = '\0';
+		return;
+	}
+	if (!inst_write(inst, "filter", "reason != 0") ||
+	    !inst_write(inst, "enable", "1")) {
+		rmdir(inst);
+		inst[0] = '\0';
+	}
+}
+
+/* Fallbacks the instance saw for @reason; removes it; -1 without one. */
+static long fallback_trace_count(char *inst, const char *reason)
+{
+	char path[256], line[512], want[64];
+	long n = 0;
+	FILE *f;
+
+	if (!inst[0])
+		return -1;
+	snprintf(path, sizeof(path), "%.128s/trace", inst);
+	snprintf(want, sizeof(want), " %s\n", reason);
+	f = fopen(path, "r");
+	if (!f)
+		n = -1;
+	while (f && fgets(line, sizeof(line), f)) {
+		size_t l = strlen(line);
+
+		n += l >= strlen(want) && !strcmp(line + l - strlen(want), want);
+	}
+	if (f)
+		fclose(f);
+	rmdir(inst);
+	inst[0] = '\0';
+	return n;
+}
+
 /* Bounce the pages and compact until @until; how many compactions. */
 static unsigned long long mc_churn(struct bouncer *b, double until)
 {
@@ -1079,9 +1137,12 @@ TEST_F(rocm_race, memcg_undo)
 	pthread_t tids[ARRAY_SIZE(fns)];
 	struct mc_ctx c = { .fd = -1 };
 	unsigned long long compactions;
+	char inst[128];
 	long long start;
 	struct bouncer mig;
 	const char *why;
+	bool widened;
+	long races;
 	int bad0, bad1;
 
 	bad0 = kmsg_bad_pages(_metadata, INT_MAX);
@@ -1095,7 +1156,8 @@ TEST_F(rocm_race, memcg_undo)
 	mc_setup(_metadata, self->dir, &self->kids, &c);
 	mig.base = c.map;
 
-	widen(_metadata, 200, 0);
+	widened = widen(_metadata, 200, 0);
+	fallback_trace_start(inst, sizeof(inst));
 	counters_start(&self->c0);
 	for (size_t i = 0; i < ARRAY_SIZE(fns); i++)
 		ASSERT_EQ(0, pthread_create(&tids[i], NULL, fns[i], &c));
@@ -1104,8 +1166,15 @@ TEST_F(rocm_race, memcg_undo)
 	for (size_t i = 0; i < ARRAY_SIZE(fns); i++)
 		pthread_join(tids[i], NULL);
 	counters_report(_metadata, &self->c0);
-	TH_LOG("%llu migration rounds, %llu compactions, %llu transient reads",
-	       mig.rounds, compactions, c.reads);
+	races = fallback_trace_count(inst, "race");
+	TH_LOG("%llu migration rounds, %llu compactions, %llu transient reads, %ld undone (race)",
+	       mig.rounds, compactions, c.reads, races);
+	/* the undo path must have run, or this test proved nothing */
+	if (widened && races >= 0) {
+		EXPECT_GT(races, 0) {
+			TH_LOG("ROCM never undid a switch: the undo went untested");
+		}
+	}
 
 	kill_kids(&self->kids);
 	munmap(c.map, MC_PAGES * page_size);
