@@ -1,0 +1,437 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Private memory NUMA nodes.
+ *
+ * A private node's memory is onlined into ordinary zones (buddy free lists,
+ * watermarks, LRU), but the node is never in N_MEMORY and its zones are in
+ * no FALLBACK or NOFALLBACK zonelist of any node.  They appear only in the
+ * PRIVATE lists, and only callers that pass ALLOC_ZONELIST_PRIVATE walk
+ * those.  Every ordinary allocation path -- including ones that iterate
+ * nodes and pass __GFP_THISNODE -- therefore sees the node as memoryless.
+ *
+ * The owning driver registers a struct node_private before it hot-adds the
+ * memory; the capability bits it carries let individual mm services act on
+ * the node's folios again.  See Documentation/mm/numa_private_nodes.rst.
+ */
+
+#define pr_fmt(fmt) "node_private: " fmt
+
+#include <linux/debugfs.h>
+#include <linux/gfp.h>
+#include <linux/memory.h>
+#include <linux/memory_hotplug.h>
+#include <linux/mempolicy.h>
+#include <linux/mm.h>
+#include <linux/mmzone.h>
+#include <linux/mutex.h>
+#include <linux/node_private.h>
+#include <linux/seq_file.h>
+
+#include "internal.h"
+
+DEFINE_STATIC_KEY_FALSE(node_private_key);
+EXPORT_SYMBOL_GPL(node_private_key);
+
+/* Registered private nodes; written under node_private_lock. */
+nodemask_t node_private_nodes __read_mostly;
+EXPORT_SYMBOL_GPL(node_private_nodes);
+
+/* Caps of each registered node, copied from its struct node_private. */
+unsigned long node_private_caps[MAX_NUMNODES] __read_mostly;
+EXPORT_SYMBOL_GPL(node_private_caps);
+
+static DEFINE_MUTEX(node_private_lock);
+static struct node_private *node_private_owner[MAX_NUMNODES];
+
+/**
+ * node_private_check_caps - validate a capability word
+ * @nid: node the caps are for (only used in messages)
+ * @caps: NODE_PRIVATE_CAP_* | NODE_PRIVATE_POLICY_* bits
+ *
+ * Return: 0; -EINVAL for undefined bits or a broken dependency;
+ * -EOPNOTSUPP for a defined bit this kernel does not implement yet.
+ */
+int node_private_check_caps(int nid, unsigned long caps)
+{
+	if (caps & ~NODE_PRIVATE_CAPS_ALL) {
+		pr_info("node %d: undefined bits %#lx\n", nid,
+			caps & ~NODE_PRIVATE_CAPS_ALL);
+		return -EINVAL;
+	}
+	/* A demotion target fills up unless reclaim can drain it. */
+	if ((caps & NODE_PRIVATE_CAP_DEMOTION) &&
+	    !(caps & NODE_PRIVATE_CAP_RECLAIM)) {
+		pr_info("node %d: DEMOTION needs RECLAIM\n", nid);
+		return -EINVAL;
+	}
+	if (caps & ~NODE_PRIVATE_CAPS_SUPPORTED) {
+		pr_info("node %d: bits %#lx are not implemented\n", nid,
+			caps & ~NODE_PRIVATE_CAPS_SUPPORTED);
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
+/**
+ * node_private_register - make @nid a private node owned by @np
+ * @nid: a possible node without normal memory
+ * @np: the owner; @np->caps is read once, here
+ *
+ * Call before hot-adding the node's memory: every range onlined while the
+ * node is registered becomes private memory.  Registering the same @np
+ * again may change the caps while no memory is online.
+ *
+ * Return: 0; -EINVAL for a bad @nid or caps; -EOPNOTSUPP for caps this
+ * kernel lacks; -EBUSY if the node has normal memory, another owner, or
+ * online memory whose caps would change.
+ */
+int node_private_register(int nid, struct node_private *np)
+{
+	unsigned long caps;
+	int ret;
+
+	if (!np || nid < 0 || nid >= MAX_NUMNODES || !node_possible(nid))
+		return -EINVAL;
+	caps = READ_ONCE(np->caps);
+	ret = node_private_check_caps(nid, caps);
+	if (ret)
+		return ret;
+
+	/* Before mem_hotplug_lock: the key takes cpu_hotplug_lock. */
+	static_branch_enable(&node_private_key);
+
+	mutex_lock(&node_private_lock);
+	get_online_mems();
+	if (node_state(nid, N_MEMORY)) {
+		pr_info("node %d has normal memory, it cannot become private\n",
+			nid);
+		ret = -EBUSY;
+	} else if (node_private_owner[nid] && node_private_owner[nid] != np) {
+		pr_info("node %d already has an owner\n", nid);
+		ret = -EBUSY;
+	} else if (node_state(nid, N_MEMORY_PRIVATE) &&
+		   node_private_caps[nid] != caps) {
+		pr_info("node %d has memory online, its caps are fixed\n", nid);
+		ret = -EBUSY;
+	} else {
+		node_private_owner[nid] = np;
+		WRITE_ONCE(node_private_caps[nid], caps);
+		/* Caps visible before anyone sees the node as private. */
+		smp_wmb();
+		node_set(nid, node_private_nodes);
+	}
+	put_online_mems();
+	mutex_unlock(&node_private_lock);
+	return ret;
+}
+EXPORT_SYMBOL_GPL(node_private_register);
+
+/**
+ * node_private_unregister - give up ownership of private node @nid
+ * @nid: a node registered with node_private_register()
+ *
+ * The node's memory must be offline (and is best removed) first; memory
+ * onlined after this returns is ordinary memory.
+ *
+ * Return: 0; -EINVAL if @nid is not registered; -EBUSY, leaving the node
+ * untouched, while any of its memory is online.
+ */
+int node_private_unregister(int nid)
+{
+	int ret = 0;
+
+	if (nid < 0 || nid >= MAX_NUMNODES)
+		return -EINVAL;
+
+	mutex_lock(&node_private_lock);
+	get_online_mems();
+	if (!node_private_owner[nid]) {
+		ret = -EINVAL;
+	} else if (node_state(nid, N_MEMORY_PRIVATE)) {
+		pr_info("node %d still has private memory online\n", nid);
+		ret = -EBUSY;
+	} else {
+		node_clear(nid, node_private_nodes);
+		WRITE_ONCE(node_private_caps[nid], 0);
+		node_private_owner[nid] = NULL;
+	}
+	put_online_mems();
+	mutex_unlock(&node_private_lock);
+	return ret;
+}
+EXPORT_SYMBOL_GPL(node_private_unregister);
+
+/**
+ * folio_alloc_node_private_noprof - allocate a folio on a private node
+ * @gfp: GFP flags; __GFP_THISNODE is implied
+ * @order: folio order
+ * @nid: a private node with memory online
+ *
+ * For the service that owns @nid.  Never falls back to another node and
+ * never OOM-kills (as any __GFP_THISNODE allocation): NULL when the node
+ * is exhausted.
+ */
+struct folio *folio_alloc_node_private_noprof(gfp_t gfp, unsigned int order,
+					      int nid)
+{
+	struct page *page;
+
+	if (nid < 0 || nid >= MAX_NUMNODES ||
+	    !node_state(nid, N_MEMORY_PRIVATE))
+		return NULL;
+	page = __alloc_pages_zonelist_noprof(gfp | __GFP_COMP | __GFP_THISNODE,
+					     order, nid, NULL,
+					     ALLOC_ZONELIST_PRIVATE);
+	return page_rmappable_folio(page);
+}
+EXPORT_SYMBOL_GPL(folio_alloc_node_private_noprof);
+
+/**
+ * node_private_order - node order of a PRIVATE zonelist
+ * @local: node whose list is built
+ * @nofallback: build PRIVATE_NOFALLBACK (only @local) instead of PRIVATE
+ * @memory: nodes with normal memory (N_MEMORY)
+ * @private: registered private nodes
+ * @dist: node distance
+ * @order: output, MAX_NUMNODES entries
+ *
+ * PRIVATE holds @local first when it has memory of either kind, then every
+ * normal node by distance (ties by id).  It never holds another private
+ * node, so an allocation aimed at one private node cannot spill onto a
+ * second owner's memory.  FALLBACK and NOFALLBACK hold no private node at
+ * all: a private node is never in N_MEMORY, and build_thisnode_zonelists()
+ * leaves a private node's own NOFALLBACK list empty.
+ *
+ * Return: number of nodes written to @order.
+ */
+int node_private_order(int local, bool nofallback, const nodemask_t *memory,
+		       const nodemask_t *private, int (*dist)(int, int),
+		       int *order)
+{
+	nodemask_t todo;
+	int nr = 0;
+
+	if (node_isset(local, *memory) || node_isset(local, *private))
+		order[nr++] = local;
+	if (nofallback)
+		return nr;
+
+	todo = *memory;
+	node_clear(local, todo);
+	while (!nodes_empty(todo)) {
+		int n, best = NUMA_NO_NODE;
+
+		for_each_node_mask(n, todo)
+			if (best == NUMA_NO_NODE ||
+			    dist(local, n) < dist(local, best))
+				best = n;
+		order[nr++] = best;
+		node_clear(best, todo);
+	}
+	return nr;
+}
+
+static int node_private_distance(int a, int b)
+{
+	return node_distance(a, b);
+}
+
+/* Called by build_zonelists(), with zonelist_update_seq held. */
+int node_private_zonelist_order(int local, bool nofallback, int *order)
+{
+	return node_private_order(local, nofallback, &node_states[N_MEMORY],
+				  &node_private_nodes, node_private_distance,
+				  order);
+}
+
+/*
+ * Memory hotplug.  A private node's memory changes N_MEMORY_PRIVATE and
+ * nothing else: the notifier sees no N_MEMORY or N_NORMAL_MEMORY change,
+ * so slab, cpuset and memory tiers never learn about the node, and kswapd
+ * and kcompactd are left to the owner.
+ */
+void node_private_check_changes(int nid, struct memory_notify *arg)
+{
+	if (!node_is_private(nid))
+		return;
+	arg->status_change_nid = NUMA_NO_NODE;
+	arg->status_change_nid_normal = NUMA_NO_NODE;
+}
+
+void node_private_set_state(int nid)
+{
+	if (node_is_private(nid))
+		node_set_state(nid, N_MEMORY_PRIVATE);
+}
+
+/* Called after the offlined pages left the node's present count. */
+void node_private_clear_state(int nid)
+{
+	if (node_is_private(nid) && !NODE_DATA(nid)->node_present_pages)
+		node_clear_state(nid, N_MEMORY_PRIVATE);
+}
+
+/*
+ * mempolicy.  A policy may name at most one private node, and only one
+ * whose owner granted USER_NUMA; only MPOL_BIND and MPOL_PREFERRED can.
+ * Such a policy carries MPOL_F_PRIVATE and allocates through the private
+ * node's PRIVATE zonelist.  cpuset does not partition private nodes.
+ */
+int mpol_private_nodemask(struct mempolicy *pol, const nodemask_t *nodes,
+			  nodemask_t *allowed)
+{
+	nodemask_t priv;
+	int nid;
+
+	pol->flags &= ~MPOL_F_PRIVATE;
+	if (!node_private_enabled() || (pol->flags & MPOL_F_RELATIVE_NODES))
+		return 0;
+	nodes_and(priv, *nodes, node_private_nodes);
+	if (nodes_empty(priv))
+		return 0;
+
+	nid = first_node(priv);
+	if (nodes_weight(priv) > 1) {
+		pr_info_ratelimited("a policy may name one private node\n");
+		return -EINVAL;
+	}
+	if (!node_state(nid, N_MEMORY_PRIVATE) || !node_allows_user_numa(nid)) {
+		pr_info_ratelimited("node %d does not allow user NUMA placement\n",
+				    nid);
+		return -EINVAL;
+	}
+	if (pol->mode != MPOL_BIND && pol->mode != MPOL_PREFERRED) {
+		pr_info_ratelimited("private node %d: only bind or preferred\n",
+				    nid);
+		return -EINVAL;
+	}
+	node_set(nid, *allowed);
+	pol->flags |= MPOL_F_PRIVATE;
+	return 0;
+}
+
+/* The private node of an MPOL_F_PRIVATE policy, NUMA_NO_NODE if gone. */
+int mpol_private_node(const struct mempolicy *pol)
+{
+	nodemask_t priv;
+
+	nodes_and(priv, pol->nodes, node_private_nodes);
+	return nodes_empty(priv) ? NUMA_NO_NODE : first_node(priv);
+}
+
+/*
+ * Allocation under an MPOL_F_PRIVATE policy.  Only movable (user) memory
+ * goes through the private node's PRIVATE list; unmovable kernel memory
+ * allocated under the policy is served as if the policy named only its
+ * normal nodes, so it can never pin a private node.
+ */
+struct page *mpol_private_alloc_noprof(gfp_t gfp, unsigned int order,
+		struct mempolicy *pol, int nid, nodemask_t *nodemask)
+{
+	int pnid = mpol_private_node(pol);
+
+	if (pnid == NUMA_NO_NODE || !(gfp & __GFP_MOVABLE)) {
+		if (node_is_private(nid))
+			nid = numa_node_id();
+		return __alloc_pages_noprof(gfp, order, nid, nodemask);
+	}
+	return __alloc_pages_zonelist_noprof(gfp, order, pnid, nodemask,
+					     ALLOC_ZONELIST_PRIVATE);
+}
+
+/*
+ * migrate_pages(2): @old and @new may name private nodes only with
+ * USER_NUMA; @allowed (the caller's cpuset) gains the ones @new names.
+ */
+int node_private_migrate_nodes(const nodemask_t *old, const nodemask_t *new,
+			       nodemask_t *allowed)
+{
+	nodemask_t named, user;
+
+	if (!node_private_enabled())
+		return 0;
+	nodes_or(named, *old, *new);
+	nodes_and(named, named, node_private_nodes);
+	node_private_user_nodes(&user);
+	if (!nodes_subset(named, user)) {
+		pr_info_ratelimited("migrate_pages: private nodes %*pbl do not allow user NUMA\n",
+				    nodemask_pr_args(&named));
+		return -EINVAL;
+	}
+	nodes_and(user, user, *new);
+	nodes_or(*allowed, *allowed, user);
+	return 0;
+}
+
+/*
+ * Nodes of a user request (move_pages, migrate_pages(2)) that it may name:
+ * private nodes with memory online and USER_NUMA.
+ */
+void node_private_user_nodes(nodemask_t *mask)
+{
+	int nid;
+
+	nodes_clear(*mask);
+	if (!node_private_enabled())
+		return;
+	for_each_node_mask(nid, node_private_nodes)
+		if (node_state(nid, N_MEMORY_PRIVATE) &&
+		    node_allows_user_numa(nid))
+			node_set(nid, *mask);
+}
+
+#ifdef CONFIG_DEBUG_FS
+static const char * const zonelist_names[MAX_ZONELISTS] = {
+	[ZONELIST_FALLBACK] = "fallback",
+	[ZONELIST_NOFALLBACK] = "nofallback",
+	[ZONELIST_PRIVATE] = "private",
+	[ZONELIST_PRIVATE_NOFALLBACK] = "private_nofallback",
+};
+
+/* "<nid> <list>: <node of each zone, in order>" for every online node. */
+static int zonelists_show(struct seq_file *m, void *v)
+{
+	int nid, list;
+
+	for_each_online_node(nid) {
+		for (list = 0; list < MAX_ZONELISTS; list++) {
+			struct zonelist *zl = &NODE_DATA(nid)->node_zonelists[list];
+			struct zoneref *z;
+
+			seq_printf(m, "%d %s:", nid, zonelist_names[list]);
+			for (z = zl->_zonerefs; zonelist_zone(z); z++)
+				seq_printf(m, " %d", zonelist_node_idx(z));
+			seq_putc(m, '\n');
+		}
+	}
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(zonelists);
+
+/* "<nid> <caps>" for every registered node: for tests, not an ABI. */
+static int caps_show(struct seq_file *m, void *v)
+{
+	int nid;
+
+	mutex_lock(&node_private_lock);
+	for_each_node_mask(nid, node_private_nodes)
+		seq_printf(m, "%d %#lx\n", nid, node_private_caps[nid]);
+	mutex_unlock(&node_private_lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(caps);
+
+static int __init node_private_debugfs_init(void)
+{
+	struct dentry *dir = debugfs_create_dir("node_private", NULL);
+
+	debugfs_create_file("zonelists", 0400, dir, NULL, &zonelists_fops);
+	debugfs_create_file("caps", 0400, dir, NULL, &caps_fops);
+	return 0;
+}
+late_initcall(node_private_debugfs_init);
+#endif /* CONFIG_DEBUG_FS */
+
+#ifdef CONFIG_NUMA_PRIVATE_NODES_KUNIT_TEST
+#include "tests/node_private_kunit.h"
+#endif

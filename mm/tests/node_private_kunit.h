@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * KUnit tests for private memory NUMA nodes: zonelist construction on
+ * synthetic topologies and on the running kernel, the zonelist selector,
+ * the capability predicates and the registration rules.
+ *
+ * Included at the end of mm/node_private.c.
+ */
+#include <kunit/test.h>
+
+/* Synthetic 6-node topology: 0,1 normal; 2,3 private; 4 memoryless, 5 far. */
+static const int npk_dist[6][6] = {
+	{ 10, 20, 15, 30, 20, 40 },
+	{ 20, 10, 30, 15, 20, 40 },
+	{ 15, 30, 10, 30, 20, 40 },
+	{ 30, 15, 30, 10, 20, 40 },
+	{ 20, 20, 20, 20, 10, 40 },
+	{ 40, 40, 40, 40, 40, 10 },
+};
+
+static int npk_distance(int a, int b)
+{
+	return npk_dist[a][b];
+}
+
+static void npk_masks(nodemask_t *memory, nodemask_t *private)
+{
+	nodes_clear(*memory);
+	nodes_clear(*private);
+	node_set(0, *memory);
+	node_set(1, *memory);
+	node_set(5, *memory);
+	node_set(2, *private);
+	node_set(3, *private);
+}
+
+static void npk_expect_order(struct kunit *test, int local, bool nofallback,
+			     const int *want, int nr_want)
+{
+	nodemask_t memory, private;
+	int order[MAX_NUMNODES];
+	int nr, i;
+
+	npk_masks(&memory, &private);
+	nr = node_private_order(local, nofallback, &memory, &private,
+				npk_distance, order);
+	KUNIT_ASSERT_EQ_MSG(test, nr, nr_want, "node %d nofallback %d",
+			    local, nofallback);
+	for (i = 0; i < nr; i++)
+		KUNIT_EXPECT_EQ_MSG(test, order[i], want[i],
+				    "node %d slot %d", local, i);
+}
+
+static void npk_order_private_node(struct kunit *test)
+{
+	/* Itself, then normal nodes by distance; never the other private node. */
+	npk_expect_order(test, 2, false, (const int[]){ 2, 0, 1, 5 }, 4);
+	npk_expect_order(test, 3, false, (const int[]){ 3, 1, 0, 5 }, 4);
+	npk_expect_order(test, 2, true, (const int[]){ 2 }, 1);
+	npk_expect_order(test, 3, true, (const int[]){ 3 }, 1);
+}
+
+static void npk_order_normal_node(struct kunit *test)
+{
+	npk_expect_order(test, 0, false, (const int[]){ 0, 1, 5 }, 3);
+	npk_expect_order(test, 1, false, (const int[]){ 1, 0, 5 }, 3);
+	npk_expect_order(test, 0, true, (const int[]){ 0 }, 1);
+}
+
+static void npk_order_memoryless_node(struct kunit *test)
+{
+	/* Ties (0 and 1 at 20) go to the lower id. */
+	npk_expect_order(test, 4, false, (const int[]){ 0, 1, 5 }, 3);
+	npk_expect_order(test, 4, true, NULL, 0);
+}
+
+/* Property check over every node of the synthetic topology. */
+static void npk_order_properties(struct kunit *test)
+{
+	nodemask_t memory, private, seen;
+	int order[MAX_NUMNODES];
+	int local, nr, i;
+
+	npk_masks(&memory, &private);
+	for (local = 0; local < 6; local++) {
+		nr = node_private_order(local, false, &memory, &private,
+					npk_distance, order);
+		nodes_clear(seen);
+		for (i = 0; i < nr; i++) {
+			KUNIT_EXPECT_FALSE(test, node_isset(order[i], seen));
+			node_set(order[i], seen);
+			if (node_isset(order[i], private))
+				KUNIT_EXPECT_EQ(test, order[i], local);
+			if (i > 1)
+				KUNIT_EXPECT_LE(test, npk_distance(local, order[i - 1]),
+						npk_distance(local, order[i]));
+		}
+		/* The private list also holds every normal node. */
+		KUNIT_EXPECT_TRUE(test, nodes_subset(memory, seen));
+	}
+}
+
+static void npk_selector(struct kunit *test)
+{
+	struct zonelist *base = NODE_DATA(0)->node_zonelists;
+	gfp_t thisnode = GFP_KERNEL | __GFP_THISNODE;
+	struct zonelist *zl;
+
+	zl = node_zonelist_sel(0, GFP_KERNEL, ALLOC_ZONELIST_DEFAULT);
+	KUNIT_EXPECT_PTR_EQ(test, zl, base + ZONELIST_FALLBACK);
+	zl = node_zonelist_sel(0, thisnode, ALLOC_ZONELIST_DEFAULT);
+	KUNIT_EXPECT_PTR_EQ(test, zl, base + ZONELIST_NOFALLBACK);
+	zl = node_zonelist_sel(0, GFP_KERNEL, ALLOC_ZONELIST_PRIVATE);
+	KUNIT_EXPECT_PTR_EQ(test, zl, base + ZONELIST_PRIVATE);
+	zl = node_zonelist_sel(0, thisnode, ALLOC_ZONELIST_PRIVATE);
+	KUNIT_EXPECT_PTR_EQ(test, zl, base + ZONELIST_PRIVATE_NOFALLBACK);
+}
+
+/* The live zonelists of this kernel, every online node and list type. */
+static void npk_live_zonelists(struct kunit *test)
+{
+	int nid, list;
+
+	for_each_online_node(nid) {
+		for (list = 0; list < MAX_ZONELISTS; list++) {
+			struct zonelist *zl = &NODE_DATA(nid)->node_zonelists[list];
+			bool private_list = list == ZONELIST_PRIVATE ||
+					    list == ZONELIST_PRIVATE_NOFALLBACK;
+			nodemask_t seen = NODE_MASK_NONE;
+			struct zoneref *z;
+
+			for (z = zl->_zonerefs; zonelist_zone(z); z++) {
+				int n = zonelist_node_idx(z);
+
+				node_set(n, seen);
+				if (!node_is_private(n))
+					continue;
+				KUNIT_EXPECT_TRUE_MSG(test, private_list,
+					"node %d list %d holds private node %d",
+					nid, list, n);
+				KUNIT_EXPECT_EQ(test, n, nid);
+			}
+			if (list == ZONELIST_PRIVATE)
+				KUNIT_EXPECT_TRUE_MSG(test,
+					nodes_subset(node_states[N_MEMORY], seen),
+					"node %d private list lacks a normal node",
+					nid);
+		}
+	}
+}
+
+static void npk_check_caps(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, node_private_check_caps(0, 0), 0);
+	KUNIT_EXPECT_EQ(test, node_private_check_caps(0,
+			NODE_PRIVATE_CAP_USER_NUMA | NODE_PRIVATE_CAP_HOTUNPLUG |
+			NODE_PRIVATE_CAP_LTPIN), 0);
+	KUNIT_EXPECT_EQ(test, node_private_check_caps(0, BIT(20)), -EINVAL);
+	KUNIT_EXPECT_EQ(test, node_private_check_caps(0,
+			NODE_PRIVATE_CAP_DEMOTION), -EINVAL);
+	KUNIT_EXPECT_EQ(test, node_private_check_caps(0,
+			NODE_PRIVATE_CAP_DEMOTION | NODE_PRIVATE_CAP_RECLAIM),
+			-EOPNOTSUPP);
+	KUNIT_EXPECT_EQ(test, node_private_check_caps(0,
+			NODE_PRIVATE_POLICY_WRITE_FENCE), -EOPNOTSUPP);
+}
+
+/* A node id no firmware gave us, used as a scratch private node. */
+static int npk_scratch_node(void)
+{
+	int nid;
+
+	for (nid = MAX_NUMNODES - 1; nid > 0; nid--)
+		if (!node_possible(nid) && !node_isset(nid, node_private_nodes))
+			return nid;
+	return NUMA_NO_NODE;
+}
+
+static void npk_predicates(struct kunit *test)
+{
+	static const unsigned long caps[] = {
+		NODE_PRIVATE_CAP_RECLAIM, NODE_PRIVATE_CAP_USER_NUMA,
+		NODE_PRIVATE_CAP_HOTUNPLUG, NODE_PRIVATE_CAP_DEMOTION,
+		NODE_PRIVATE_CAP_NUMA_BALANCING, NODE_PRIVATE_CAP_LTPIN,
+	};
+	bool (* const pred[])(int) = {
+		node_allows_reclaim, node_allows_user_numa,
+		node_allows_hotunplug, node_allows_demotion,
+		node_allows_numa_balancing, node_allows_ltpin,
+	};
+	int nid = npk_scratch_node();
+	int i, j;
+
+	if (nid == NUMA_NO_NODE)
+		kunit_skip(test, "every node id is possible: no scratch node");
+	static_branch_enable(&node_private_key);
+
+	/* Ordinary node (and memoryless ones): everything allowed. */
+	for (i = 0; i < ARRAY_SIZE(pred); i++)
+		KUNIT_EXPECT_TRUE(test, pred[i](nid));
+	KUNIT_EXPECT_FALSE(test, node_is_private(nid));
+	KUNIT_EXPECT_FALSE(test, node_write_fenced(nid));
+
+	node_set(nid, node_private_nodes);
+	for (i = 0; i < ARRAY_SIZE(caps); i++) {
+		WRITE_ONCE(node_private_caps[nid], caps[i]);
+		for (j = 0; j < ARRAY_SIZE(pred); j++)
+			KUNIT_EXPECT_EQ_MSG(test, pred[j](nid), i == j,
+					    "cap %d predicate %d", i, j);
+		KUNIT_EXPECT_FALSE(test, node_write_fenced(nid));
+	}
+	WRITE_ONCE(node_private_caps[nid], 0);
+	for (j = 0; j < ARRAY_SIZE(pred); j++)
+		KUNIT_EXPECT_FALSE(test, pred[j](nid));
+	WRITE_ONCE(node_private_caps[nid], NODE_PRIVATE_POLICY_WRITE_FENCE);
+	KUNIT_EXPECT_TRUE(test, node_write_fenced(nid));
+	KUNIT_EXPECT_TRUE(test, node_is_private(nid));
+
+	node_clear(nid, node_private_nodes);
+	WRITE_ONCE(node_private_caps[nid], 0);
+	KUNIT_EXPECT_FALSE(test, node_is_private(nid));
+}
+
+static void npk_register_rules(struct kunit *test)
+{
+	struct node_private a = { .owner = &a }, b = { .owner = &b };
+	int nid, memnode = first_node(node_states[N_MEMORY]);
+
+	KUNIT_EXPECT_EQ(test, node_private_register(-1, &a), -EINVAL);
+	KUNIT_EXPECT_EQ(test, node_private_register(MAX_NUMNODES, &a), -EINVAL);
+	KUNIT_EXPECT_EQ(test, node_private_register(memnode, NULL), -EINVAL);
+	/* A node with normal memory never becomes private. */
+	KUNIT_EXPECT_EQ(test, node_private_register(memnode, &a), -EBUSY);
+	KUNIT_EXPECT_FALSE(test, node_is_private(memnode));
+	a.caps = NODE_PRIVATE_CAP_DEMOTION;
+	KUNIT_EXPECT_EQ(test, node_private_register(memnode, &a), -EINVAL);
+	a.caps = 0;
+	KUNIT_EXPECT_EQ(test, node_private_unregister(memnode), -EINVAL);
+
+	/* The rest needs a possible node without memory. */
+	for_each_node_state(nid, N_POSSIBLE)
+		if (!node_state(nid, N_MEMORY) && !node_is_private(nid))
+			break;
+	if (nid >= MAX_NUMNODES)
+		kunit_skip(test, "no memoryless possible node on this machine");
+
+	KUNIT_ASSERT_EQ(test, node_private_register(nid, &a), 0);
+	KUNIT_EXPECT_TRUE(test, node_is_private(nid));
+	KUNIT_EXPECT_EQ(test, node_private_register(nid, &a), 0);
+	KUNIT_EXPECT_EQ(test, node_private_register(nid, &b), -EBUSY);
+	/* No memory online yet: the owner may still change the caps. */
+	a.caps = NODE_PRIVATE_CAP_USER_NUMA;
+	KUNIT_EXPECT_EQ(test, node_private_register(nid, &a), 0);
+	KUNIT_EXPECT_TRUE(test, node_allows_user_numa(nid));
+	KUNIT_EXPECT_FALSE(test, node_allows_ltpin(nid));
+	KUNIT_EXPECT_EQ(test, node_private_unregister(nid), 0);
+	KUNIT_EXPECT_FALSE(test, node_is_private(nid));
+	KUNIT_EXPECT_EQ(test, node_private_unregister(nid), -EINVAL);
+}
+
+static struct kunit_case node_private_cases[] = {
+	KUNIT_CASE(npk_order_private_node),
+	KUNIT_CASE(npk_order_normal_node),
+	KUNIT_CASE(npk_order_memoryless_node),
+	KUNIT_CASE(npk_order_properties),
+	KUNIT_CASE(npk_selector),
+	KUNIT_CASE(npk_live_zonelists),
+	KUNIT_CASE(npk_check_caps),
+	KUNIT_CASE(npk_predicates),
+	KUNIT_CASE(npk_register_rules),
+	{}
+};
+
+static struct kunit_suite node_private_suite = {
+	.name = "node_private",
+	.test_cases = node_private_cases,
+};
+kunit_test_suite(node_private_suite);
