@@ -1,0 +1,776 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * private_nodes: private memory NUMA nodes (CONFIG_NUMA_PRIVATE_NODES).
+ *
+ * Needs the test provider (CONFIG_NUMA_PRIVATE_NODES_TEST) and a guest
+ * with memory-only nodes carved out by memmap=SIZE!START, as booted by
+ * "scripts/vm --private-nodes".  Each test claims a carved node through
+ * /sys/kernel/debug/node_private_test/ with the caps it needs, checks one
+ * behaviour both ways where it has two, and releases the node again.
+ *
+ *   containment        anon, tmpfs, slab, hugetlb and in-kernel
+ *                      __GFP_THISNODE pressure never allocate one page
+ *                      on the private node (numastat and MemFree)
+ *   containment_detects_leak  the same check fails when the provider
+ *                      deliberately puts the node in N_MEMORY
+ *   user_numa_on/off, hotunplug_on/off, ltpin_on/off: the cap matrix
+ *   directed_oom_*     exhausting the node never spills into DRAM
+ *   registration_rules, bad_input, state_files, zonelists
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/mempolicy.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "../kselftest_harness.h"
+#include "../../../../mm/gup_test.h"
+#include "numa_util.h"
+
+#define NPT		"/sys/kernel/debug/node_private_test/"
+#define NODE_SYS	"/sys/devices/system/node/"
+#define CAP_USER_NUMA	0x2
+#define CAP_HOTUNPLUG	0x4
+#define CAP_LTPIN	0x20
+#define PAGE		4096UL
+#define MB		(1024UL * 1024)
+
+/* Write a formatted line to a provider file: 0 or -errno. */
+static int npt_write(const char *file, const char *fmt, ...)
+{
+	char path[128], val[128];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(val, sizeof(val), fmt, ap);
+	va_end(ap);
+	snprintf(path, sizeof(path), NPT "%s", file);
+	return nu_write_str(path, val);
+}
+
+static int npt_read(const char *file, char *buf, size_t len)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), NPT "%s", file);
+	return nu_read_all(path, buf, len) < 0 ? -1 : 0;
+}
+
+/* Carved nodes from the provider's "ranges"; @free_only skips claimed. */
+static int carved_nodes(int *nids, int max, bool free_only)
+{
+	char buf[1024], state[16], *line, *save;
+	int n = 0, nid, i;
+
+	if (npt_read("ranges", buf, sizeof(buf)))
+		return -1;
+	for (line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		if (sscanf(line, "%d %*s %*s %15s", &nid, state) != 2)
+			continue;
+		if (free_only && strcmp(state, "free"))
+			continue;
+		for (i = 0; i < n && nids[i] != nid; i++)
+			;
+		if (i == n && n < max)
+			nids[n++] = nid;
+	}
+	return n;
+}
+
+static bool in_nodelist(const char *file, int nid)
+{
+	int ids[NU_MAX_NODES], n, i;
+	char path[128], buf[256];
+
+	snprintf(path, sizeof(path), NODE_SYS "%s", file);
+	if (nu_read_str(path, buf, sizeof(buf)) < 0)
+		return false;
+	n = nu_parse_list(buf, ids, NU_MAX_NODES);
+	for (i = 0; i < n; i++)
+		if (ids[i] == nid)
+			return true;
+	return false;
+}
+
+static long long meminfo_kb(int nid, const char *key)
+{
+	char path[128], buf[4096], *p;
+
+	snprintf(path, sizeof(path), NODE_SYS "node%d/meminfo", nid);
+	if (nu_read_all(path, buf, sizeof(buf)) < 0)
+		return -1;
+	p = strstr(buf, key);
+	return p ? atoll(p + strlen(key) + 1) : -1;
+}
+
+/* Pages the allocator handed out from @nid so far (hit + miss). */
+static unsigned long long node_allocs(int nid)
+{
+	struct nu_numastat ns;
+
+	if (nu_read_numastat(nid, &ns))
+		return ~0ULL;
+	return ns.numa_hit + ns.numa_miss;
+}
+
+/* How many pages of [p, p+len) sit on @nid; -1 if any is not present. */
+static long pages_on(char *p, size_t len, int nid)
+{
+	unsigned long i, n = len / PAGE;
+	void **pages = calloc(n, sizeof(*pages));
+	int *status = calloc(n, sizeof(*status));
+	long on = 0;
+
+	for (i = 0; i < n; i++)
+		pages[i] = p + i * PAGE;
+	if (nu_move_pages(0, n, pages, NULL, status, 0))
+		on = -1;
+	for (i = 0; on >= 0 && i < n; i++) {
+		if (status[i] < 0)
+			on = -1;
+		else if (status[i] == nid)
+			on++;
+	}
+	free(pages);
+	free(status);
+	return on;
+}
+
+/* move_pages every page of [p, p+len) to @nid; status of the first page. */
+static int move_all(char *p, size_t len, int nid)
+{
+	unsigned long i, n = len / PAGE;
+	void **pages = calloc(n, sizeof(*pages));
+	int *nodes = calloc(n, sizeof(*nodes));
+	int *status = calloc(n, sizeof(*status));
+	int st;
+
+	for (i = 0; i < n; i++) {
+		pages[i] = p + i * PAGE;
+		nodes[i] = nid;
+	}
+	st = nu_move_pages(0, n, pages, nodes, status, MPOL_MF_MOVE_ALL) < 0 ?
+		-errno : status[0];
+	free(pages);
+	free(nodes);
+	free(status);
+	return st;
+}
+
+static void fill(char *p, size_t len, unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i += sizeof(unsigned int))
+		*(unsigned int *)(p + i) = seed ^ (unsigned int)i;
+}
+
+static bool intact(const char *p, size_t len, unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i += sizeof(unsigned int))
+		if (*(const unsigned int *)(p + i) != (seed ^ (unsigned int)i))
+			return false;
+	return true;
+}
+
+/* Anonymous memory on @nid from the provider, whatever the node's caps. */
+static char *anon_on(int nid, size_t len)
+{
+	char path[128];
+	char *p;
+	int fd;
+
+	snprintf(path, sizeof(path), NPT "anon%d", nid);
+	fd = open(path, O_RDWR);
+	if (fd < 0)
+		return NULL;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return NULL;
+	fill(p, len, 0x5eed);
+	return p;
+}
+
+static char *anon_bound(size_t len, int mode, int nid)
+{
+	unsigned long mask = 1UL << nid;
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	if (nu_mbind(p, len, mode, &mask, NU_MAX_NODES, 0)) {
+		munmap(p, len);
+		return NULL;
+	}
+	fill(p, len, 0xb1d);
+	return p;
+}
+
+static long mbind_err(int mode, unsigned long mask)
+{
+	char *p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	long r = nu_mbind(p, PAGE, mode, &mask, NU_MAX_NODES, 0) ? -errno : 0;
+
+	munmap(p, PAGE);
+	return r;
+}
+
+FIXTURE(pn) {
+	int nid;
+	int other;	/* second carved node claimed by a test, or -1 */
+	bool claimed;
+};
+
+FIXTURE_SETUP(pn)
+{
+	int nids[NU_MAX_NODES];
+
+	self->claimed = false;
+	self->other = -1;
+	if (access(NPT "claim", W_OK))
+		SKIP(return, "no node_private_test provider (CONFIG_NUMA_PRIVATE_NODES_TEST)");
+	if (carved_nodes(nids, NU_MAX_NODES, true) < 1)
+		SKIP(return, "no carved memory-only node: boot with scripts/vm --private-nodes");
+	self->nid = nids[0];
+}
+
+FIXTURE_TEARDOWN(pn)
+{
+	if (self->other >= 0)
+		EXPECT_EQ(0, npt_write("release", "%d", self->other));
+	if (self->claimed)
+		EXPECT_EQ(0, npt_write("release", "%d", self->nid));
+}
+
+#define CLAIM(caps, type) do {						\
+	ASSERT_EQ(0, npt_write("claim", "%d %#x %s", self->nid, caps, type)); \
+	self->claimed = true;						\
+} while (0)
+
+#define RELEASE() do {							\
+	ASSERT_EQ(0, npt_write("release", "%d", self->nid));		\
+	self->claimed = false;						\
+} while (0)
+
+TEST_F(pn, state_files)
+{
+	CLAIM(0, "movable");
+	EXPECT_TRUE(in_nodelist("has_private_memory", self->nid));
+	EXPECT_FALSE(in_nodelist("has_memory", self->nid));
+	EXPECT_FALSE(in_nodelist("has_normal_memory", self->nid));
+	EXPECT_GT(meminfo_kb(self->nid, "MemTotal:"), 0);
+	RELEASE();
+	EXPECT_FALSE(in_nodelist("has_private_memory", self->nid));
+	EXPECT_FALSE(in_nodelist("has_memory", self->nid));
+}
+
+/* Check one "<nid> <list>: nodes..." line of node_private/zonelists. */
+static void check_zonelist_line(struct __test_metadata *_metadata, char *line)
+{
+	char list[32], *p = strchr(line, ':');
+	bool seen[NU_MAX_NODES] = { false }, private_list;
+	int nid, n, off, i;
+
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(2, sscanf(line, "%d %31[^:]", &nid, list));
+	private_list = !strncmp(list, "private", 7);
+	for (p++; sscanf(p, "%d%n", &n, &off) == 1; p += off) {
+		ASSERT_LT(n, NU_MAX_NODES);
+		seen[n] = true;
+		if (in_nodelist("has_private_memory", n)) {
+			EXPECT_TRUE(private_list) TH_LOG("%s", line);
+			EXPECT_EQ(nid, n) TH_LOG("%s", line);
+		}
+	}
+	if (strcmp(list, "private"))
+		return;
+	for (i = 0; i < NU_MAX_NODES; i++)
+		if (in_nodelist("has_memory", i))
+			EXPECT_TRUE(seen[i]) TH_LOG("%s lacks %d", line, i);
+}
+
+TEST_F(pn, zonelists)
+{
+	int nids[NU_MAX_NODES];
+	char buf[16384], *line, *save;
+
+	CLAIM(0, "movable");
+	if (carved_nodes(nids, NU_MAX_NODES, true) >= 1) {
+		ASSERT_EQ(0, npt_write("claim", "%d 0 movable", nids[0]));
+		self->other = nids[0];
+	}
+	ASSERT_EQ(0, nu_read_all("/sys/kernel/debug/node_private/zonelists",
+				 buf, sizeof(buf)) < 0);
+	for (line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save))
+		check_zonelist_line(_metadata, line);
+}
+
+TEST_F(pn, user_numa_on)
+{
+	size_t len = 16 * MB;
+	unsigned long old = 1UL, new = 1UL << self->nid;
+	long npages = len / PAGE;
+	char *p;
+
+	CLAIM(CAP_USER_NUMA | CAP_HOTUNPLUG, "movable");
+	p = anon_bound(len, MPOL_BIND, self->nid);
+	ASSERT_NE(NULL, p);
+	EXPECT_EQ(npages, pages_on(p, len, self->nid));
+	EXPECT_EQ(0, move_all(p, len, 0));
+	EXPECT_EQ(npages, pages_on(p, len, 0));
+	EXPECT_EQ(self->nid, move_all(p, len, self->nid));
+	EXPECT_EQ(npages, pages_on(p, len, self->nid));
+	EXPECT_TRUE(intact(p, len, 0xb1d));
+	munmap(p, len);
+
+	p = anon_bound(len, MPOL_PREFERRED, self->nid);
+	ASSERT_NE(NULL, p);
+	EXPECT_EQ(npages, pages_on(p, len, self->nid));
+	munmap(p, len);
+
+	/* migrate_pages(2) of this task from node 0 onto the private node. */
+	p = anon_bound(len, MPOL_BIND, 0);
+	ASSERT_NE(NULL, p);
+	EXPECT_LE(0, nu_migrate_pages(0, NU_MAX_NODES, &old, &new));
+	EXPECT_EQ(npages, pages_on(p, len, self->nid));
+	EXPECT_TRUE(intact(p, len, 0xb1d));
+	munmap(p, len);
+}
+
+static void set_mempolicy_child(int nid, bool allowed)
+{
+	unsigned long mask = 1UL << nid;
+	size_t len = 4 * MB;
+	char *p;
+
+	if (nu_set_mempolicy(MPOL_BIND, &mask, NU_MAX_NODES))
+		_exit(allowed ? 10 : (errno == EINVAL ? 0 : 11));
+	if (!allowed)
+		_exit(12);
+	p = malloc(len);
+	fill(p, len, 1);
+	_exit(pages_on((char *)((unsigned long)(p + PAGE) & ~(PAGE - 1)),
+		       len - 2 * PAGE, nid) == (long)(len / PAGE - 2) ? 0 : 13);
+}
+
+static int run_child(void (*fn)(int, bool), int nid, bool allowed)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (!pid)
+		fn(nid, allowed);
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+TEST_F(pn, set_mempolicy)
+{
+	CLAIM(CAP_USER_NUMA, "movable");
+	EXPECT_EQ(0, run_child(set_mempolicy_child, self->nid, true));
+	RELEASE();
+	CLAIM(0, "movable");
+	EXPECT_EQ(0, run_child(set_mempolicy_child, self->nid, false));
+}
+
+TEST_F(pn, user_numa_off)
+{
+	unsigned long old = 1UL << self->nid, new = 1UL;
+	size_t len = 8 * MB;
+	long npages = len / PAGE;
+	char *p;
+
+	CLAIM(0, "movable");
+	EXPECT_EQ(-EINVAL, mbind_err(MPOL_BIND, 1UL << self->nid));
+	EXPECT_EQ(-EINVAL, mbind_err(MPOL_BIND, 1UL | 1UL << self->nid));
+	EXPECT_EQ(-EINVAL, mbind_err(MPOL_PREFERRED, 1UL << self->nid));
+
+	p = anon_bound(len, MPOL_BIND, 0);
+	ASSERT_NE(NULL, p);
+	EXPECT_EQ(-ENODEV, move_all(p, len, self->nid));
+	EXPECT_EQ(npages, pages_on(p, len, 0));
+	munmap(p, len);
+
+	/* Placed by the owner: users can neither move it nor migrate it. */
+	p = anon_on(self->nid, len);
+	ASSERT_NE(NULL, p);
+	EXPECT_EQ(npages, pages_on(p, len, self->nid));
+	EXPECT_EQ(-EACCES, move_all(p, len, 0));
+	EXPECT_EQ(-1, nu_migrate_pages(0, NU_MAX_NODES, &old, &new));
+	EXPECT_EQ(EINVAL, errno);
+	nu_mbind(p, len, MPOL_BIND, &new, NU_MAX_NODES, MPOL_MF_MOVE);
+	EXPECT_EQ(npages, pages_on(p, len, self->nid));
+	EXPECT_TRUE(intact(p, len, 0x5eed));
+	munmap(p, len);
+}
+
+TEST_F(pn, hotunplug_on)
+{
+	size_t len = 32 * MB;
+	char *p;
+
+	CLAIM(CAP_HOTUNPLUG, "movable");
+	p = anon_on(self->nid, len);
+	ASSERT_NE(NULL, p);
+	EXPECT_EQ((long)(len / PAGE), pages_on(p, len, self->nid));
+	RELEASE();
+	EXPECT_EQ(0, pages_on(p, len, self->nid));
+	EXPECT_FALSE(in_nodelist("has_private_memory", self->nid));
+	EXPECT_TRUE(intact(p, len, 0x5eed));
+	munmap(p, len);
+}
+
+TEST_F(pn, hotunplug_off)
+{
+	size_t len = 32 * MB;
+	char *p;
+
+	CLAIM(0, "movable");
+	p = anon_on(self->nid, len);
+	ASSERT_NE(NULL, p);
+	EXPECT_EQ(-EBUSY, npt_write("release", "%d", self->nid));
+	EXPECT_TRUE(in_nodelist("has_private_memory", self->nid));
+	EXPECT_EQ((long)(len / PAGE), pages_on(p, len, self->nid));
+	EXPECT_TRUE(intact(p, len, 0x5eed));
+	munmap(p, len);
+}
+
+/* PIN_LONGTERM_TEST_START on [p, p+len): 0 or -errno; @fd stays open. */
+static int pin_longterm(int fd, char *p, size_t len, bool fast)
+{
+	struct pin_longterm_test args = {
+		.addr = (unsigned long)p,
+		.size = len,
+		.flags = PIN_LONGTERM_TEST_FLAG_USE_WRITE |
+			 (fast ? PIN_LONGTERM_TEST_FLAG_USE_FAST : 0),
+	};
+
+	return ioctl(fd, PIN_LONGTERM_TEST_START, &args) ? -errno : 0;
+}
+
+TEST_F(pn, ltpin_on)
+{
+	size_t len = 2 * MB;
+	int fd = open("/sys/kernel/debug/gup_test", O_RDWR);
+	char *p;
+
+	if (fd < 0)
+		SKIP(return, "no /sys/kernel/debug/gup_test (CONFIG_GUP_TEST)");
+	CLAIM(CAP_LTPIN | CAP_HOTUNPLUG, "kernel");
+	p = anon_on(self->nid, len);
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, pin_longterm(fd, p, len, false));
+	EXPECT_EQ((long)(len / PAGE), pages_on(p, len, self->nid));
+	/* A held long-term pin blocks unplug; the node stays. */
+	EXPECT_EQ(-EBUSY, npt_write("release", "%d", self->nid));
+	EXPECT_TRUE(in_nodelist("has_private_memory", self->nid));
+	ioctl(fd, PIN_LONGTERM_TEST_STOP);
+	close(fd);
+	EXPECT_TRUE(intact(p, len, 0x5eed));
+	RELEASE();
+	EXPECT_TRUE(intact(p, len, 0x5eed));
+	munmap(p, len);
+}
+
+TEST_F(pn, ltpin_off)
+{
+	size_t len = 2 * MB;
+	int fd = open("/sys/kernel/debug/gup_test", O_RDWR);
+	char *p;
+
+	if (fd < 0)
+		SKIP(return, "no /sys/kernel/debug/gup_test (CONFIG_GUP_TEST)");
+	CLAIM(CAP_HOTUNPLUG, "kernel");
+	p = anon_on(self->nid, len);
+	ASSERT_NE(NULL, p);
+	EXPECT_EQ(-EPERM, pin_longterm(fd, p, len, false));
+	EXPECT_EQ(-EPERM, pin_longterm(fd, p, len, true));
+	/* Refused, and not migrated off the node to make the pin work. */
+	EXPECT_EQ((long)(len / PAGE), pages_on(p, len, self->nid));
+	EXPECT_TRUE(intact(p, len, 0x5eed));
+	close(fd);
+	munmap(p, len);
+}
+
+TEST_F(pn, directed_oom_private_alloc)
+{
+	long long total_kb, free_kb;
+	unsigned long got, spilled;
+	char buf[64];
+
+	CLAIM(0, "movable");
+	total_kb = meminfo_kb(self->nid, "MemTotal:");
+	free_kb = meminfo_kb(self->nid, "MemFree:");
+	ASSERT_EQ(0, npt_write("private_alloc", "%d %lld", self->nid,
+			       total_kb / 2));	/* twice the node, in pages */
+	ASSERT_EQ(0, npt_read("private_alloc", buf, sizeof(buf)));
+	ASSERT_EQ(2, sscanf(buf, "allocated %lu spilled %lu", &got, &spilled));
+	EXPECT_EQ(0, spilled);
+	EXPECT_GE(got, free_kb / 4 * 9 / 10) TH_LOG("%s", buf);
+	EXPECT_LE(got, total_kb / 4);
+}
+
+/* The console must not see the intended OOM report (scripts/vm greps it). */
+static void console_quiet(bool quiet)
+{
+	static char saved[64];
+
+	if (quiet) {
+		nu_read_str("/proc/sys/kernel/printk", saved, sizeof(saved));
+		nu_write_str("/proc/sys/kernel/printk", "1");
+	} else if (saved[0]) {
+		nu_write_str("/proc/sys/kernel/printk", saved);
+	}
+}
+
+TEST_F(pn, directed_oom_bind)
+{
+	long long total_kb;
+	int status;
+	pid_t pid;
+
+	CLAIM(CAP_USER_NUMA, "movable");
+	total_kb = meminfo_kb(self->nid, "MemTotal:");
+	console_quiet(true);
+	pid = fork();
+	if (!pid) {
+		size_t len = total_kb * 1024 + 128 * MB;
+
+		/* Only an OOM kill stops this child; a spill lets it exit. */
+		_exit(anon_bound(len, MPOL_BIND, self->nid) ? 0 : 1);
+	}
+	waitpid(pid, &status, 0);
+	console_quiet(false);
+	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+		TH_LOG("child status %#x: expected an OOM kill", status);
+}
+
+/* Anonymous churn of @total_mb in 64 MiB steps, holding up to @hold_mb. */
+static void churn_anon(size_t total_mb, size_t hold_mb)
+{
+	size_t step = 64, slots = hold_mb / step, done, nr, i;
+	char *chunk[256] = { NULL };
+
+	slots = slots < 1 ? 1 : slots > 256 ? 256 : slots;
+	for (done = 0, nr = 0; done < total_mb; done += step, nr++) {
+		char **slot = &chunk[nr % slots];
+
+		if (*slot)
+			munmap(*slot, step * MB);
+		*slot = mmap(NULL, step * MB, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (*slot == MAP_FAILED) {
+			*slot = NULL;
+			break;
+		}
+		memset(*slot, 0x5a, step * MB);
+	}
+	for (i = 0; i < slots; i++)
+		if (chunk[i])
+			munmap(chunk[i], step * MB);
+}
+
+/* Page cache on tmpfs, @total_mb in 64 MiB files, half of it resident. */
+static void churn_tmpfs(size_t total_mb)
+{
+	static char block[MB];
+	char name[64];
+	size_t done, i;
+	int fd;
+
+	memset(block, 0x7e, sizeof(block));
+	for (done = 0; done < total_mb; done += 64) {
+		snprintf(name, sizeof(name), "/tmp/pn_cache.%zu", done / 64 % 8);
+		fd = open(name, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+		for (i = 0; fd >= 0 && i < 64; i++)
+			if (write(fd, block, MB) != MB)
+				break;
+		if (fd >= 0)
+			close(fd);
+	}
+	for (i = 0; i < 8; i++) {
+		snprintf(name, sizeof(name), "/tmp/pn_cache.%zu", i);
+		unlink(name);
+	}
+}
+
+/* Slab: inodes and dentries, positive and negative. */
+static void churn_slab(int nr)
+{
+	char name[64];
+	struct stat st;
+	int i, fd;
+
+	mkdir("/tmp/pn_slab", 0700);
+	for (i = 0; i < nr; i++) {
+		snprintf(name, sizeof(name), "/tmp/pn_slab/f%d", i);
+		fd = open(name, O_CREAT | O_WRONLY, 0600);
+		if (fd >= 0)
+			close(fd);
+		snprintf(name, sizeof(name), "/tmp/pn_slab/missing%d", i);
+		stat(name, &st);
+	}
+	for (i = 0; i < nr; i++) {
+		snprintf(name, sizeof(name), "/tmp/pn_slab/f%d", i);
+		unlink(name);
+	}
+	rmdir("/tmp/pn_slab");
+}
+
+static long long normal_mem_mb(void)
+{
+	long long kb = 0;
+	int nid;
+
+	for (nid = 0; nid < NU_MAX_NODES; nid++)
+		if (in_nodelist("has_memory", nid))
+			kb += meminfo_kb(nid, "MemTotal:");
+	return kb / 1024;
+}
+
+#define NR_HUGE "/proc/sys/vm/nr_hugepages"
+
+/* Spread as many huge pages as fit, then ask the private node directly. */
+static void churn_hugetlb(struct __test_metadata *_metadata, int nid)
+{
+	char path[160], buf[32], want[32];
+
+	/* Half of normal memory: pressure without starving the guest. */
+	snprintf(want, sizeof(want), "%lld", normal_mem_mb() / 4);
+	EXPECT_EQ(0, nu_write_str(NR_HUGE, want));
+	EXPECT_GT(nu_read_ll(NR_HUGE), 0);
+	snprintf(path, sizeof(path), NODE_SYS
+		 "node%d/hugepages/hugepages-2048kB/nr_hugepages", nid);
+	if (!access(path, F_OK)) {
+		nu_write_str(path, "16");
+		EXPECT_EQ(0, nu_read_ll(path));
+	}
+	EXPECT_EQ(0, nu_write_str(NR_HUGE, "0"));
+	nu_read_str(NR_HUGE, buf, sizeof(buf));
+}
+
+/* Churns more than all normal memory several ways: minutes under TCG. */
+TEST_F_TIMEOUT(pn, containment, 480)
+{
+	unsigned long long allocs;
+	long long free_kb, normal = normal_mem_mb();
+	char buf[64];
+	pid_t pid;
+
+	CLAIM(0, "movable");
+	allocs = node_allocs(self->nid);
+	free_kb = meminfo_kb(self->nid, "MemFree:");
+	ASSERT_NE(~0ULL, allocs);
+
+	pid = fork();
+	if (!pid) {
+		churn_anon(normal * 5 / 4, normal / 2);
+		_exit(0);
+	}
+	waitpid(pid, NULL, 0);
+	churn_tmpfs(normal * 5 / 4);
+	churn_slab(20000);
+	churn_hugetlb(_metadata, self->nid);
+	ASSERT_EQ(0, npt_write("probe", "%lld", normal * 256));
+	ASSERT_EQ(0, npt_read("probe", buf, sizeof(buf)));
+	EXPECT_EQ(0, strncmp(buf, "leaks 0 ", 8)) TH_LOG("probe: %s", buf);
+
+	EXPECT_EQ(allocs, node_allocs(self->nid))
+		TH_LOG("%llu allocations landed on private node %d",
+		       node_allocs(self->nid) - allocs, self->nid);
+	EXPECT_GE(meminfo_kb(self->nid, "MemFree:"), free_kb);
+	/* The counters do move for ordinary nodes. */
+	EXPECT_NE(0, node_allocs(0));
+}
+
+/* The containment check must catch a node that leaked into N_MEMORY. */
+TEST_F_TIMEOUT(pn, containment_detects_leak, 240)
+{
+	unsigned long long allocs;
+	pid_t pid;
+
+	CLAIM(CAP_HOTUNPLUG, "movable");
+	allocs = node_allocs(self->nid);
+	ASSERT_EQ(0, npt_write("leak", "%d 1", self->nid));
+	pid = fork();
+	if (!pid) {
+		churn_anon(normal_mem_mb() * 5 / 4, normal_mem_mb() / 2);
+		_exit(0);
+	}
+	waitpid(pid, NULL, 0);
+	ASSERT_EQ(0, npt_write("leak", "%d 0", self->nid));
+	EXPECT_LT(allocs, node_allocs(self->nid))
+		TH_LOG("broken isolation went unnoticed");
+}
+
+TEST_F(pn, registration_rules)
+{
+	int n = self->nid;
+
+	EXPECT_EQ(-EBUSY, npt_write("register", "0 0 0"));	/* has DRAM */
+	EXPECT_EQ(-EINVAL, npt_write("register", "%d 0x8 0", n));
+	EXPECT_EQ(-EOPNOTSUPP, npt_write("register", "%d 0x1 0", n));
+	EXPECT_EQ(-EINVAL, npt_write("register", "%d 0x100 0", n));
+	EXPECT_FALSE(in_nodelist("has_private_memory", n));
+
+	CLAIM(CAP_USER_NUMA, "movable");
+	EXPECT_EQ(-EBUSY, npt_write("register", "%d 0x2 1", n));
+	EXPECT_EQ(-EBUSY, npt_write("register", "%d 0x4 0", n));
+	EXPECT_EQ(0, npt_write("register", "%d 0x2 0", n));
+	EXPECT_EQ(-EBUSY, npt_write("unregister", "%d", n));
+	EXPECT_TRUE(in_nodelist("has_private_memory", n));
+	RELEASE();
+	EXPECT_EQ(-EINVAL, npt_write("unregister", "%d", n));
+}
+
+TEST_F(pn, bad_input)
+{
+	static const char * const files[] = {
+		"claim", "release", "register", "unregister", "leak", "probe",
+		"private_alloc",
+	};
+	const char *junk[] = {
+		"\n", "x", "-1 0 movable", "99999 0 movable", "0x 0x 0x",
+		"1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23",
+		NULL,	/* filled below: longer than any provider buffer */
+	};
+	char before[1024], after[1024], longline[200];
+	unsigned int f, j;
+	int r;
+
+	memset(longline, ' ', sizeof(longline) - 1);
+	longline[sizeof(longline) - 1] = '\0';
+	memcpy(longline, "1 0x2 movable", 13);
+
+	ASSERT_EQ(0, npt_read("ranges", before, sizeof(before)));
+	for (f = 0; f < ARRAY_SIZE(files); f++) {
+		for (j = 0; j < ARRAY_SIZE(junk); j++) {
+			r = npt_write(files[f], "%s", junk[j] ? junk[j] : longline);
+			EXPECT_EQ(-EINVAL, r) TH_LOG("%s <- '%s'", files[f], junk[j]);
+		}
+	}
+	EXPECT_EQ(-EINVAL, npt_write("claim", "%d 0 bogus", self->nid));
+	EXPECT_EQ(-EINVAL, npt_write("leak", "0 1"));	/* not private */
+	EXPECT_EQ(-EACCES, nu_write_str(NODE_SYS "has_private_memory", "0"));
+	ASSERT_EQ(0, npt_read("ranges", after, sizeof(after)));
+	EXPECT_STREQ(before, after);
+	EXPECT_FALSE(in_nodelist("has_private_memory", self->nid));
+}
+
+TEST_HARNESS_MAIN
