@@ -264,6 +264,12 @@ void node_private_set_state(int nid)
 		node_set_state(nid, N_MEMORY_PRIVATE);
 }
 
+/* The last private memory of @nid just went offline. */
+bool node_private_emptied(int nid)
+{
+	return node_is_private(nid) && !node_state(nid, N_MEMORY_PRIVATE);
+}
+
 /* Called after the offlined pages left the node's present count. */
 void node_private_clear_state(int nid)
 {
@@ -335,6 +341,13 @@ struct page *mpol_private_alloc_noprof(gfp_t gfp, unsigned int order,
 			nid = numa_node_id();
 		return __alloc_pages_noprof(gfp, order, nid, nodemask);
 	}
+	/*
+	 * policy_nodemask() drops a bind mask that misses mems_allowed, and
+	 * a private node never is in it: bind to the policy's nodes here, or
+	 * a full private node would spill onto every normal node.
+	 */
+	if (pol->mode == MPOL_BIND)
+		nodemask = &pol->nodes;
 	return __alloc_pages_zonelist_noprof(gfp, order, pnid, nodemask,
 					     ALLOC_ZONELIST_PRIVATE);
 }

@@ -539,14 +539,28 @@ static void console_quiet(bool quiet)
 	}
 }
 
+/* Allocations served by all normal nodes so far. */
+static unsigned long long normal_allocs(void)
+{
+	unsigned long long sum = 0;
+	int nid;
+
+	for (nid = 0; nid < NU_MAX_NODES; nid++)
+		if (in_nodelist("has_memory", nid))
+			sum += node_allocs(nid);
+	return sum;
+}
+
 TEST_F(pn, directed_oom_bind)
 {
+	unsigned long long normal;
 	long long total_kb;
 	int status;
 	pid_t pid;
 
 	CLAIM(CAP_USER_NUMA, "movable");
 	total_kb = meminfo_kb(self->nid, "MemTotal:");
+	normal = normal_allocs();
 	console_quiet(true);
 	pid = fork();
 	if (!pid) {
@@ -559,6 +573,10 @@ TEST_F(pn, directed_oom_bind)
 	console_quiet(false);
 	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
 		TH_LOG("child status %#x: expected an OOM kill", status);
+	/* The 128 MiB that did not fit must not have gone to DRAM either. */
+	EXPECT_LT(normal_allocs() - normal, 64 * MB / PAGE / 4)
+		TH_LOG("%llu pages spilled to normal nodes",
+		       normal_allocs() - normal);
 }
 
 /* Anonymous churn of @total_mb in 64 MiB steps, holding up to @hold_mb. */
