@@ -25,6 +25,7 @@
 #include <linux/mmzone.h>
 #include <linux/mutex.h>
 #include <linux/node_private.h>
+#include <linux/sched/mm.h>
 #include <linux/seq_file.h>
 
 #include "internal.h"
@@ -72,6 +73,12 @@ int node_private_check_caps(int nid, unsigned long caps)
 	return 0;
 }
 
+/* A memory block of @arg's node exists, online or not. */
+static int node_private_block_on(struct memory_block *mem, void *arg)
+{
+	return mem->nid == *(int *)arg;
+}
+
 /**
  * node_private_register - make @nid a private node owned by @np
  * @nid: a possible node without normal memory
@@ -82,7 +89,8 @@ int node_private_check_caps(int nid, unsigned long caps)
  * again may change the caps while no memory is online.
  *
  * Return: 0; -EINVAL for a bad @nid or caps; -EOPNOTSUPP for caps this
- * kernel lacks; -EBUSY if the node has normal memory, another owner, or
+ * kernel lacks; -EBUSY if the node has normal memory, memory blocks
+ * (even offline ones) when it is first registered, another owner, or
  * online memory whose caps would change.
  */
 int node_private_register(int nid, struct node_private *np)
@@ -108,6 +116,12 @@ int node_private_register(int nid, struct node_private *np)
 		ret = -EBUSY;
 	} else if (node_private_owner[nid] && node_private_owner[nid] != np) {
 		pr_info("node %d already has an owner\n", nid);
+		ret = -EBUSY;
+	} else if (!node_private_owner[nid] &&
+		   for_each_memory_block(&nid, node_private_block_on)) {
+		/* Someone else's offline memory would turn private on online. */
+		pr_info("node %d has memory blocks, it cannot become private\n",
+			nid);
 		ret = -EBUSY;
 	} else if (node_state(nid, N_MEMORY_PRIVATE) &&
 		   node_private_caps[nid] != caps) {
@@ -326,19 +340,52 @@ int mpol_private_node(const struct mempolicy *pol)
 }
 
 /*
- * Allocation under an MPOL_F_PRIVATE policy.  Only movable (user) memory
- * goes through the private node's PRIVATE list; unmovable kernel memory
- * allocated under the policy is served as if the policy named only its
- * normal nodes, so it can never pin a private node.
+ * The private node an MPOL_F_PRIVATE policy may still allocate from.  A
+ * user's policy outlives the caps it was checked against: the node may
+ * have been unregistered and registered again without USER_NUMA since.
  */
-struct page *mpol_private_alloc_noprof(gfp_t gfp, unsigned int order,
-		struct mempolicy *pol, int nid, nodemask_t *nodemask)
+static int mpol_private_usable_node(const struct mempolicy *pol)
 {
 	int pnid = mpol_private_node(pol);
 
+	if (pnid == NUMA_NO_NODE || (pol->flags & MPOL_F_PRIVATE_OWNER))
+		return pnid;
+	return node_allows_user_numa(pnid) ? pnid : NUMA_NO_NODE;
+}
+
+/*
+ * Allocation under an MPOL_F_PRIVATE policy.  Only movable (user) memory
+ * goes through the private node's PRIVATE list; unmovable kernel memory
+ * allocated under the policy, and memory a long-term pin faults in
+ * (PF_MEMALLOC_PIN clears __GFP_MOVABLE) unless the node allows LTPIN, is
+ * served as if the policy named only its normal nodes, so it can never
+ * pin a private node.
+ */
+struct page *mpol_private_alloc_noprof(gfp_t gfp, unsigned int order,
+				       struct mempolicy *pol, int nid,
+				       nodemask_t *nodemask)
+{
+	int pnid = mpol_private_usable_node(pol);
+
+	/* A long-term pin of the new folio keeps it there: LTPIN decides. */
+	if (pnid != NUMA_NO_NODE && !node_allows_ltpin(pnid) &&
+	    !(current_gfp_context(gfp) & __GFP_MOVABLE))
+		pnid = NUMA_NO_NODE;
 	if (pnid == NUMA_NO_NODE || !(gfp & __GFP_MOVABLE)) {
+		nodemask_t normal;
+
 		if (node_is_private(nid))
 			nid = numa_node_id();
+		/*
+		 * The ordinary lists never reach a private node: a mask left
+		 * with only private nodes would fail every allocation (and
+		 * loop a page fault forever).  Keep its normal nodes, or
+		 * none, as for a policy whose nodes all went away.
+		 */
+		if (nodemask && nodes_intersects(*nodemask, node_private_nodes)) {
+			nodes_andnot(normal, *nodemask, node_private_nodes);
+			nodemask = nodes_empty(normal) ? NULL : &normal;
+		}
 		return __alloc_pages_noprof(gfp, order, nid, nodemask);
 	}
 	/*
