@@ -151,10 +151,18 @@ static inline struct folio *folio_alloc_node_private(gfp_t gfp,
  * memory.  Allocation paths keep iterating N_MEMORY.
  */
 #ifdef CONFIG_NUMA_PRIVATE_NODES
+static inline int next_node_with_memory(int nid)
+{
+	do {
+		nid = next_online_node(nid);
+	} while (nid < MAX_NUMNODES && !node_state(nid, N_MEMORY) &&
+		 !node_state(nid, N_MEMORY_PRIVATE));
+	return nid;
+}
+
 #define for_each_node_with_memory(nid)					\
-	for_each_online_node(nid)					\
-		if (!node_state(nid, N_MEMORY) &&			\
-		    !node_state(nid, N_MEMORY_PRIVATE)) {} else
+	for ((nid) = next_node_with_memory(-1); (nid) < MAX_NUMNODES;	\
+	     (nid) = next_node_with_memory(nid))
 #else
 #define for_each_node_with_memory(nid)	for_each_node_state(nid, N_MEMORY)
 #endif
