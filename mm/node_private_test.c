@@ -84,21 +84,47 @@ static int npt_online_block(struct memory_block *mem, void *arg)
 	return ret > 0 ? 0 : ret;
 }
 
-/* Called with npt_lock held; all ranges of @nid or none. */
-static int npt_claim(int nid, unsigned long caps, enum mmop type)
+static bool npt_node_claimed(int nid)
 {
-	struct node_private *np = &npt_owner[0][nid];
-	int i, ret, added = 0;
+	int i;
+
+	for (i = 0; i < npt_nr_ranges; i++)
+		if (npt_ranges[i].nid == nid && npt_ranges[i].claimed)
+			return true;
+	return false;
+}
+
+/* Register owner @owner of @nid; its caps stay as they were on failure. */
+static int npt_register(int nid, int owner, unsigned long caps)
+{
+	struct node_private *np = &npt_owner[owner][nid];
+	unsigned long old = np->caps;
+	int ret;
 
 	np->owner = np;
 	np->caps = caps;
 	ret = node_private_register(nid, np);
 	if (ret)
+		np->caps = old;
+	return ret;
+}
+
+static int npt_release(int nid);
+
+/* Called with npt_lock held; all ranges of @nid or none. */
+static int npt_claim(int nid, unsigned long caps, enum mmop type)
+{
+	int i, ret, added = 0;
+
+	if (npt_node_claimed(nid))
+		return -EBUSY;
+	ret = npt_register(nid, 0, caps);
+	if (ret)
 		return ret;
 	for (i = 0; i < npt_nr_ranges; i++) {
 		struct npt_range *r = &npt_ranges[i];
 
-		if (r->nid != nid || r->claimed)
+		if (r->nid != nid)
 			continue;
 		ret = add_memory_driver_managed(nid, r->start, r->size,
 						NPT_RES_NAME, MHP_NONE);
@@ -115,6 +141,9 @@ static int npt_claim(int nid, unsigned long caps, enum mmop type)
 	}
 	if (!ret && !added)
 		ret = -ENODEV;
+	/* Undo: offline and remove what was added, unregister. */
+	if (ret && npt_release(nid))
+		pr_warn("node %d: failed claim not undone\n", nid);
 	return ret;
 }
 
@@ -230,7 +259,6 @@ static ssize_t unregister_write(struct file *file, const char __user *ubuf,
 static ssize_t register_write(struct file *file, const char __user *ubuf,
 			      size_t len, loff_t *ppos)
 {
-	struct node_private *np;
 	unsigned long caps;
 	int nid, owner, ret;
 	char buf[64];
@@ -242,10 +270,7 @@ static ssize_t register_write(struct file *file, const char __user *ubuf,
 	    !npt_valid_nid(nid) || owner < 0 || owner > 1)
 		return -EINVAL;
 	mutex_lock(&npt_lock);
-	np = &npt_owner[owner][nid];
-	np->owner = np;
-	np->caps = caps;
-	ret = node_private_register(nid, np);
+	ret = npt_register(nid, owner, caps);
 	mutex_unlock(&npt_lock);
 	return ret ? ret : len;
 }
@@ -286,8 +311,11 @@ static unsigned long npt_probe_node(int nid, gfp_t gfp, unsigned long max,
 			cond_resched();
 	}
 	*got += n;
-	list_for_each_entry_safe(page, next, &held, lru)
+	list_for_each_entry_safe(page, next, &held, lru) {
 		__free_page(page);
+		if (!(--n % 1024))
+			cond_resched();
+	}
 	return leaks;
 }
 
@@ -380,8 +408,12 @@ static ssize_t private_alloc_write(struct file *file, const char __user *ubuf,
 		if (!(n % 1024))
 			cond_resched();
 	}
-	list_for_each_entry_safe(folio, next, &held, lru)
+	max = n;
+	list_for_each_entry_safe(folio, next, &held, lru) {
 		folio_put(folio);
+		if (!(--max % 1024))
+			cond_resched();
+	}
 	mutex_lock(&npt_lock);
 	snprintf(npt_result, sizeof(npt_result), "allocated %lu spilled %lu\n",
 		 n, spilled);
@@ -401,15 +433,29 @@ static ssize_t leak_write(struct file *file, const char __user *ubuf,
 	if (sscanf(buf, "%d %d", &nid, &on) != 2 || !npt_valid_nid(nid) ||
 	    (on != 0 && on != 1) || !node_is_private(nid))
 		return -EINVAL;
+	mutex_lock(&npt_lock);
+	mem_hotplug_begin();
+	/*
+	 * SLUB never set up this node, so a slab page from it would crash:
+	 * only a node whose memory is all ZONE_MOVABLE may leak.
+	 */
+	if (on && (!NODE_DATA(nid)->node_present_pages ||
+		   NODE_DATA(nid)->node_zones[ZONE_MOVABLE].present_pages !=
+		   NODE_DATA(nid)->node_present_pages)) {
+		mem_hotplug_done();
+		mutex_unlock(&npt_lock);
+		pr_info("node %d: leak needs memory, all online movable\n", nid);
+		return -EINVAL;
+	}
 	pr_warn("node %d: isolation %s on request\n", nid,
 		on ? "BROKEN" : "restored");
-	mem_hotplug_begin();
 	if (on)
 		node_set_state(nid, N_MEMORY);
 	else
 		node_clear_state(nid, N_MEMORY);
 	build_all_zonelists(NULL);
 	mem_hotplug_done();
+	mutex_unlock(&npt_lock);
 	return len;
 }
 
