@@ -14,6 +14,12 @@
  *   containment_detects_leak  the same check fails when the provider
  *                      deliberately puts the node in N_MEMORY
  *   user_numa_on/off, hotunplug_on/off, ltpin_on/off: the cap matrix
+ *   ltpin_off_fault_in  pages a long-term pin faults in under a policy on
+ *                      a node without LTPIN go to normal memory
+ *   user_numa_revoked  a policy made while the node had USER_NUMA stops
+ *                      placing pages there once the cap is gone
+ *   migrate_pages_unprivileged  migrate_pages(2) onto the node needs no
+ *                      CAP_SYS_NICE
  *   directed_oom_*     exhausting the node never spills into DRAM
  *   registration_rules, bad_input, state_files, zonelists
  */
@@ -389,6 +395,58 @@ TEST_F(pn, set_mempolicy)
 	EXPECT_EQ(0, run_child(set_mempolicy_child, self->nid, false));
 }
 
+/* A policy outlives the caps it was checked against. */
+TEST_F(pn, user_numa_revoked)
+{
+	size_t len = 16 * MB, half = len / 2;
+	unsigned long mask = 1UL << self->nid;
+	char *p;
+
+	CLAIM(CAP_USER_NUMA | CAP_HOTUNPLUG, "movable");
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_EQ(0, nu_mbind(p, len, MPOL_BIND, &mask, NU_MAX_NODES, 0));
+	fill(p, half, 7);
+	EXPECT_EQ((long)(half / PAGE), pages_on(p, half, self->nid));
+	RELEASE();
+	CLAIM(CAP_HOTUNPLUG, "movable");
+	fill(p + half, half, 8);
+	EXPECT_EQ(0, pages_on(p + half, half, self->nid))
+		TH_LOG("a stale policy still places pages on the node");
+	EXPECT_TRUE(intact(p, half, 7));
+	EXPECT_TRUE(intact(p + half, half, 8));
+	munmap(p, len);
+}
+
+static void migrate_unprivileged_child(int nid, bool allowed)
+{
+	unsigned long old = 1UL, new = 1UL << nid;
+	size_t len = 4 * MB;
+	char *p = anon_bound(len, MPOL_BIND, 0);
+
+	if (!p)
+		_exit(10);
+	if (setgid(65534) || setuid(65534))
+		_exit(11);
+	if (nu_migrate_pages(0, NU_MAX_NODES, &old, &new) < 0)
+		_exit(errno == EPERM ? 12 : errno == EINVAL ? 15 : 13);
+	_exit(pages_on(p, len, nid) == (long)(len / PAGE) &&
+	      intact(p, len, 0xb1d) ? 0 : 14);
+}
+
+/* A private node is in no cpuset: moving onto it needs no CAP_SYS_NICE. */
+TEST_F(pn, migrate_pages_unprivileged)
+{
+	CLAIM(CAP_USER_NUMA | CAP_HOTUNPLUG, "movable");
+	EXPECT_EQ(0, run_child(migrate_unprivileged_child, self->nid, true))
+		TH_LOG("exit 12: EPERM without CAP_SYS_NICE");
+	RELEASE();
+	/* Without USER_NUMA the node stays out of reach: EINVAL. */
+	CLAIM(CAP_HOTUNPLUG, "movable");
+	EXPECT_EQ(15, run_child(migrate_unprivileged_child, self->nid, false));
+}
+
 TEST_F(pn, user_numa_off)
 {
 	unsigned long old = 1UL << self->nid, new = 1UL;
@@ -504,6 +562,31 @@ TEST_F(pn, ltpin_off)
 	/* Refused, and not migrated off the node to make the pin work. */
 	EXPECT_EQ((long)(len / PAGE), pages_on(p, len, self->nid));
 	EXPECT_TRUE(intact(p, len, 0x5eed));
+	close(fd);
+	munmap(p, len);
+}
+
+/* A long-term pin that faults pages in under a policy on the node. */
+TEST_F(pn, ltpin_off_fault_in)
+{
+	size_t len = 2 * MB;
+	int fd = open("/sys/kernel/debug/gup_test", O_RDWR);
+	unsigned long mask;
+	char *p;
+
+	if (fd < 0)
+		SKIP(return, "no /sys/kernel/debug/gup_test (CONFIG_GUP_TEST)");
+	CLAIM(CAP_USER_NUMA | CAP_HOTUNPLUG, "kernel");
+	mask = 1UL << self->nid;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_EQ(0, nu_mbind(p, len, MPOL_BIND, &mask, NU_MAX_NODES, 0));
+	/* Nothing touched yet: the pin itself allocates, off the node. */
+	EXPECT_EQ(0, pin_longterm(fd, p, len, false))
+		TH_LOG("pinned fault-in landed on a node without LTPIN");
+	EXPECT_EQ(0, pages_on(p, len, self->nid));
+	ioctl(fd, PIN_LONGTERM_TEST_STOP);
 	close(fd);
 	munmap(p, len);
 }
