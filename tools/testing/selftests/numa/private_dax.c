@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * private_dax: the private mode of dax/kmem (CONFIG_NUMA_PRIVATE_NODES,
+ * CONFIG_DEV_DAX_KMEM).
+ *
+ * Needs a device-dax instance on a memory-only node, as dax_hmem makes
+ * from soft-reserved memory in a guest booted with
+ * "scripts/vm --private-nodes --dax-nodes 1".  Only kernel sysfs is used:
+ * the instance's private and cap attributes, the kmem driver's bind and
+ * unbind, and the memory blocks' state files.
+ *
+ *   bad_input          bad values get -EINVAL; every attribute refuses
+ *                      writes (-EBUSY) while kmem holds the instance
+ *   user_numa_hotunplug  the onlined memory is private; mbind places
+ *                      pages on it; offlining migrates them off; unbind
+ *                      gives the node up
+ *   hotunplug_off      offlining a block in use fails, data stays
+ *   demotion_needs_reclaim  the kmem bind fails and the node stays as
+ *                      it was
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/mempolicy.h>
+#include <sys/mman.h>
+
+#include "../kselftest_harness.h"
+#include "numa_util.h"
+
+#define DAX_DEVS	"/sys/bus/dax/devices/"
+#define KMEM		"/sys/bus/dax/drivers/kmem/"
+#define NODE_SYS	"/sys/devices/system/node/"
+#define PAGE		4096UL
+#define MB		(1024UL * 1024)
+
+static const char * const attrs[] = {
+	"private", "reclaim", "user_numa", "hotunplug", "demotion",
+	"numa_balancing", "ltpin",
+};
+
+static bool in_nodelist(const char *file, int nid)
+{
+	int ids[NU_MAX_NODES], n, i;
+	char path[128], buf[256];
+
+	snprintf(path, sizeof(path), NODE_SYS "%s", file);
+	if (nu_read_str(path, buf, sizeof(buf)) < 0)
+		return false;
+	n = nu_parse_list(buf, ids, NU_MAX_NODES);
+	for (i = 0; i < n; i++)
+		if (ids[i] == nid)
+			return true;
+	return false;
+}
+
+/* The debugfs list of registered private nodes names @nid. */
+static bool registered(int nid)
+{
+	char buf[1024], *line, *save;
+
+	if (nu_read_all("/sys/kernel/debug/node_private/caps", buf,
+			sizeof(buf)) < 0)
+		return false;
+	for (line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save))
+		if (atoi(line) == nid)
+			return true;
+	return false;
+}
+
+static int set_attr(const char *dev, const char *attr, const char *val)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), DAX_DEVS "%s/%s", dev, attr);
+	return nu_write_str(path, val);
+}
+
+static bool kmem_bound(const char *dev)
+{
+	char path[256], link[PATH_MAX];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), DAX_DEVS "%s/driver", dev);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
+		return false;
+	link[n] = '\0';
+	return !strcmp(strrchr(link, '/') ?: link, "/kmem");
+}
+
+static int kmem(const char *op, const char *dev)
+{
+	return nu_write_str(op[0] == 'b' ? KMEM "bind" : KMEM "unbind", dev);
+}
+
+/* Write @state to every memory block of @nid not in it: first error. */
+static int blocks_to(int nid, const char *state)
+{
+	char path[300], cur[32];
+	struct dirent *de;
+	int ret = 0, r;
+	DIR *d;
+
+	snprintf(path, sizeof(path), NODE_SYS "node%d", nid);
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, "memory", 6) ||
+		    !strchr("0123456789", de->d_name[6]))
+			continue;
+		snprintf(path, sizeof(path), NODE_SYS "node%d/%s/state", nid,
+			 de->d_name);
+		if (nu_read_str(path, cur, sizeof(cur)) < 0)
+			continue;
+		if (!strncmp(cur, state, 6))	/* online / online_movable */
+			continue;
+		r = nu_write_str(path, state);
+		if (r && !ret)
+			ret = r;
+	}
+	closedir(d);
+	return ret;
+}
+
+/* First device-dax instance with the private attributes on a node
+ * that has no memory online (of either kind).
+ */
+static int find_dax(char *name, size_t len, int *nid)
+{
+	char path[300];
+	struct dirent *de;
+	DIR *d = opendir(DAX_DEVS);
+	int ret = -1;
+
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), DAX_DEVS "%s/private",
+			 de->d_name);
+		if (access(path, W_OK))
+			continue;
+		snprintf(path, sizeof(path), DAX_DEVS "%s/target_node",
+			 de->d_name);
+		*nid = nu_read_ll(path);
+		if (*nid < 0 || in_nodelist("has_memory", *nid))
+			continue;
+		snprintf(name, len, "%.*s", (int)len - 1, de->d_name);
+		ret = 0;
+		break;
+	}
+	if (d)
+		closedir(d);
+	return ret;
+}
+
+static long pages_on(char *p, size_t len, int nid)
+{
+	unsigned long i, n = len / PAGE;
+	void **pages = calloc(n, sizeof(*pages));
+	int *status = calloc(n, sizeof(*status));
+	long on = 0;
+
+	for (i = 0; i < n; i++)
+		pages[i] = p + i * PAGE;
+	if (nu_move_pages(0, n, pages, NULL, status, 0))
+		on = -1;
+	for (i = 0; on >= 0 && i < n; i++) {
+		if (status[i] < 0)
+			on = -1;
+		else if (status[i] == nid)
+			on++;
+	}
+	free(pages);
+	free(status);
+	return on;
+}
+
+static void fill(char *p, size_t len, unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i += sizeof(unsigned int))
+		*(unsigned int *)(p + i) = seed ^ (unsigned int)i;
+}
+
+static bool intact(const char *p, size_t len, unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i += sizeof(unsigned int))
+		if (*(const unsigned int *)(p + i) != (seed ^ (unsigned int)i))
+			return false;
+	return true;
+}
+
+/* Anonymous memory bound to @nid, filled: NULL if mbind refuses. */
+static char *bound_on(int nid, size_t len, unsigned int seed)
+{
+	unsigned long mask = 1UL << nid;
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	if (nu_mbind(p, len, MPOL_BIND, &mask, NU_MAX_NODES, 0)) {
+		munmap(p, len);
+		return NULL;
+	}
+	fill(p, len, seed);
+	return p;
+}
+
+FIXTURE(pd) {
+	char dev[64];
+	int nid;
+};
+
+/* Back to "unplugged": blocks offline, kmem unbound, every attribute 0. */
+static int reset(const char *dev, int nid)
+{
+	unsigned int i;
+	int ret = 0;
+
+	if (kmem_bound(dev)) {
+		ret = blocks_to(nid, "offline");
+		if (!ret)
+			ret = kmem("unbind", dev);
+	}
+	for (i = 0; !ret && i < ARRAY_SIZE(attrs); i++)
+		ret = set_attr(dev, attrs[i], "0");
+	return ret;
+}
+
+/*
+ * scripts/test sets NUMA_PRIVATE_DAX_REQUIRED in the guest it boots with
+ * a dax node: there a missing device is a failure, not a skip.
+ */
+FIXTURE_SETUP(pd)
+{
+	bool required = getenv("NUMA_PRIVATE_DAX_REQUIRED");
+	int found = access(KMEM "bind", W_OK) ? -1 :
+		    find_dax(self->dev, sizeof(self->dev), &self->nid);
+
+	if (required)
+		ASSERT_EQ(0, found) TH_LOG("no private-capable device-dax");
+	if (access(KMEM "bind", W_OK))
+		SKIP(return, "no dax/kmem driver (CONFIG_DEV_DAX_KMEM)");
+	if (found)
+		SKIP(return,
+		     "no device-dax with a private attribute on a memoryless node (CONFIG_NUMA_PRIVATE_NODES; scripts/vm --private-nodes --dax-nodes 1)");
+	ASSERT_EQ(0, reset(self->dev, self->nid));
+	ASSERT_FALSE(registered(self->nid));
+}
+
+FIXTURE_TEARDOWN(pd)
+{
+	EXPECT_EQ(0, reset(self->dev, self->nid));
+	EXPECT_FALSE(registered(self->nid));
+}
+
+TEST_F(pd, bad_input)
+{
+	unsigned int i;
+
+	EXPECT_EQ(-EINVAL, set_attr(self->dev, "private", "maybe"));
+	EXPECT_EQ(-EINVAL, set_attr(self->dev, "ltpin", "2"));
+	ASSERT_EQ(0, set_attr(self->dev, "private", "1"));
+	ASSERT_EQ(0, kmem("bind", self->dev));
+	ASSERT_TRUE(kmem_bound(self->dev));
+	EXPECT_TRUE(registered(self->nid));
+	for (i = 0; i < ARRAY_SIZE(attrs); i++)
+		EXPECT_EQ(-EBUSY, set_attr(self->dev, attrs[i], "0"))
+			TH_LOG("attribute %u writable while bound", i);
+}
+
+TEST_F(pd, user_numa_hotunplug)
+{
+	size_t len = 16 * MB;
+	char *p;
+
+	ASSERT_EQ(0, set_attr(self->dev, "private", "1"));
+	ASSERT_EQ(0, set_attr(self->dev, "user_numa", "1"));
+	ASSERT_EQ(0, set_attr(self->dev, "hotunplug", "1"));
+	ASSERT_EQ(0, kmem("bind", self->dev));
+	ASSERT_EQ(0, blocks_to(self->nid, "online_movable"));
+	EXPECT_TRUE(in_nodelist("has_private_memory", self->nid));
+	EXPECT_FALSE(in_nodelist("has_memory", self->nid));
+
+	p = bound_on(self->nid, len, 0xda);
+	ASSERT_NE(NULL, p);
+	EXPECT_EQ((long)(len / PAGE), pages_on(p, len, self->nid));
+	EXPECT_EQ(0, blocks_to(self->nid, "offline"));
+	EXPECT_EQ(0, pages_on(p, len, self->nid));
+	EXPECT_TRUE(intact(p, len, 0xda));
+	EXPECT_FALSE(in_nodelist("has_private_memory", self->nid));
+	munmap(p, len);
+
+	EXPECT_EQ(0, kmem("unbind", self->dev));
+	EXPECT_FALSE(registered(self->nid));
+}
+
+TEST_F(pd, hotunplug_off)
+{
+	size_t len = 16 * MB;
+	char *p;
+
+	ASSERT_EQ(0, set_attr(self->dev, "private", "1"));
+	ASSERT_EQ(0, set_attr(self->dev, "user_numa", "1"));
+	ASSERT_EQ(0, kmem("bind", self->dev));
+	ASSERT_EQ(0, blocks_to(self->nid, "online_movable"));
+	p = bound_on(self->nid, len, 0xdb);
+	ASSERT_NE(NULL, p);
+	EXPECT_EQ(-EBUSY, blocks_to(self->nid, "offline"));
+	EXPECT_TRUE(in_nodelist("has_private_memory", self->nid));
+	EXPECT_EQ((long)(len / PAGE), pages_on(p, len, self->nid));
+	EXPECT_TRUE(intact(p, len, 0xdb));
+	munmap(p, len);
+	/* Empty blocks offline without HOTUNPLUG (the teardown does it). */
+}
+
+TEST_F(pd, demotion_needs_reclaim)
+{
+	ASSERT_EQ(0, set_attr(self->dev, "private", "1"));
+	ASSERT_EQ(0, set_attr(self->dev, "demotion", "1"));
+	EXPECT_NE(0, kmem("bind", self->dev));
+	EXPECT_FALSE(kmem_bound(self->dev));
+	EXPECT_FALSE(registered(self->nid));
+	EXPECT_FALSE(in_nodelist("has_private_memory", self->nid));
+}
+
+TEST_HARNESS_MAIN
