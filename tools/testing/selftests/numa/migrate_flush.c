@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * migrate_flush: TLB shootdown rounds of the synchronous migration
+ * fallback, with vm.migrate_defer_flush off (stock 6.12: one round per
+ * present PTE of a process live on another CPU) and on (one round per
+ * folio).
+ *
+ * The pages are COW-shared with NR_READERS child processes that keep
+ * reading them on other CPUs, so each page is mapped by NR_READERS + 1
+ * mms whose TLBs may hold it.  The debugfs knob
+ * migrate_flush/skip_async_pass sends every folio of move_pages(2)
+ * through migrate_pages_sync()'s per-folio fallback, and the
+ * tlb:tlb_flush tracepoint with reason TLB_REMOTE_SEND_IPI, filtered on
+ * the migrating task, counts each round of shootdown IPIs exactly (x86).
+ *
+ * Needs CONFIG_MIGRATE_DEFER_FLUSH_DEBUG, tracefs, three CPUs and two
+ * nodes with memory; SKIPs otherwise.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/mempolicy.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include "../kselftest_harness.h"
+#include "numa_util.h"
+
+#define SYSCTL		"/proc/sys/vm/migrate_defer_flush"
+#define ROCM		"/proc/sys/vm/migrate_rocm"
+#define SKIP_ASYNC	"/sys/kernel/debug/migrate_flush/skip_async_pass"
+#define NR_READERS	2
+#define NR_PAGES	64
+#define PAGE		4096UL
+#define TLB_REMOTE_SEND_IPI	4	/* enum tlb_flush_reason */
+
+static const char *tracefs(void)
+{
+	static const char * const dirs[] = {
+		"/sys/kernel/tracing/", "/sys/kernel/debug/tracing/",
+	};
+	static char path[128];
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(dirs); i++) {
+		snprintf(path, sizeof(path), "%sevents/tlb/tlb_flush/enable",
+			 dirs[i]);
+		if (!access(path, W_OK))
+			return dirs[i];
+	}
+	return NULL;
+}
+
+/* Like "echo val > file": O_TRUNC clears trace and set_event_pid. */
+static int tr_write(const char *file, const char *val)
+{
+	char path[192];
+	ssize_t n = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s%s", tracefs(), file);
+	fd = open(path, O_WRONLY | O_TRUNC);
+	if (fd < 0)
+		return -errno;
+	if (*val)
+		n = write(fd, val, strlen(val));
+	close(fd);
+	return n < 0 ? -errno : 0;
+}
+
+/* Count remote-flush rounds issued by this task while @fn runs. */
+static long count_rounds(long (*fn)(void *), void *arg, long *ret)
+{
+	char pid[32], path[192], was_on[8] = "1", *buf;
+	long n = 0, len;
+	char *p;
+
+	snprintf(path, sizeof(path), "%stracing_on", tracefs());
+	nu_read_str(path, was_on, sizeof(was_on));
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	if (tr_write("tracing_on", "0") || tr_write("trace", "") ||
+	    tr_write("set_event_pid", pid) ||
+	    tr_write("events/tlb/tlb_flush/filter", "reason == 4") ||
+	    tr_write("events/tlb/tlb_flush/enable", "1") ||
+	    tr_write("tracing_on", "1"))
+		return -1;
+	*ret = fn(arg);
+	tr_write("tracing_on", "0");
+	tr_write("events/tlb/tlb_flush/enable", "0");
+	tr_write("events/tlb/tlb_flush/filter", "0");
+	tr_write("set_event_pid", "");
+	tr_write("tracing_on", was_on[0] == '0' ? "0" : "1");
+	buf = malloc(1 << 22);
+	snprintf(path, sizeof(path), "%strace", tracefs());
+	len = buf ? nu_read_all(path, buf, 1 << 22) : -1;
+	for (p = buf; len > 0 && (p = strstr(p, "tlb_flush:")); p++)
+		n++;
+	free(buf);
+	return len < 0 ? -1 : n;
+}
+
+struct move {
+	char *buf;
+	int node;
+	int status[NR_PAGES];
+};
+
+static long move_all(void *arg)
+{
+	struct move *m = arg;
+	void *pages[NR_PAGES];
+	int nodes[NR_PAGES], i;
+
+	for (i = 0; i < NR_PAGES; i++) {
+		pages[i] = m->buf + i * PAGE;
+		nodes[i] = m->node;
+	}
+	return nu_move_pages(0, NR_PAGES, pages, nodes, m->status,
+			     MPOL_MF_MOVE_ALL);
+}
+
+static int pin_to(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set);
+}
+
+/* The first @n CPUs this task may run on; false if it has fewer. */
+static bool pick_cpus(int *cpus, int n)
+{
+	cpu_set_t set;
+	int cpu, i = 0;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return false;
+	for (cpu = 0; cpu < CPU_SETSIZE && i < n; cpu++)
+		if (CPU_ISSET(cpu, &set))
+			cpus[i++] = cpu;
+	return i == n;
+}
+
+/* A reader keeps its mm live on @cpu, touching every page. */
+static pid_t start_reader(const char *buf, int cpu, int ready)
+{
+	pid_t pid = fork();
+	volatile unsigned long sum = 0;
+	unsigned long i;
+
+	if (pid)
+		return pid;
+	if (pin_to(cpu))
+		_exit(1);
+	for (i = 0; i < NR_PAGES * PAGE; i += PAGE)
+		sum += buf[i];
+	if (write(ready, "r", 1) != 1)
+		_exit(1);
+	for (;;)
+		for (i = 0; i < NR_PAGES * PAGE; i += PAGE)
+			sum += ((volatile const char *)buf)[i];
+}
+
+FIXTURE(mf) {
+	int from, to;
+	char *buf;
+	pid_t readers[NR_READERS];
+	char rocm[8];		/* vm.migrate_rocm to restore, "" if none */
+};
+
+FIXTURE_SETUP(mf)
+{
+	int cpus[NR_READERS + 1], ready[2], i;
+	struct nu_topo topo;
+	unsigned long mask;
+	char c;
+
+	self->buf = NULL;
+	self->rocm[0] = '\0';
+	if (access(SKIP_ASYNC, W_OK) || access(SYSCTL, W_OK))
+		SKIP(return, "no %s (CONFIG_MIGRATE_DEFER_FLUSH_DEBUG)", SKIP_ASYNC);
+	if (!tracefs())
+		SKIP(return, "no tlb:tlb_flush tracepoint (x86 with tracefs only)");
+	if (!pick_cpus(cpus, NR_READERS + 1))
+		SKIP(return, "needs %d CPUs", NR_READERS + 1);
+	if (nu_topo_read(&topo) || topo.nr_eligible < 2)
+		SKIP(return, "needs two nodes with memory");
+	self->from = topo.node[topo.eligible[0]].id;
+	self->to = topo.node[topo.eligible[1]].id;
+
+	/* ROCM would move these read-only COW pages without an unmap. */
+	if (nu_read_str(ROCM, self->rocm, sizeof(self->rocm)) >= 0)
+		ASSERT_EQ(0, nu_write_str(ROCM, "0"));
+	ASSERT_EQ(0, pin_to(cpus[0]));
+	self->buf = mmap(NULL, NR_PAGES * PAGE, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, self->buf);
+	/* Base pages: the count is per folio. */
+	madvise(self->buf, NR_PAGES * PAGE, MADV_NOHUGEPAGE);
+	mask = 1UL << self->from;
+	ASSERT_EQ(0, nu_mbind(self->buf, NR_PAGES * PAGE, MPOL_BIND, &mask,
+			      NU_MAX_NODES, 0));
+	for (i = 0; i < (int)(NR_PAGES * PAGE); i++)
+		self->buf[i] = (char)(i * 7 + i / PAGE);
+	ASSERT_EQ(0, pipe(ready));
+	for (i = 0; i < NR_READERS; i++)
+		self->readers[i] = start_reader(self->buf, cpus[i + 1],
+						ready[1]);
+	for (i = 0; i < NR_READERS; i++)
+		ASSERT_EQ(1, read(ready[0], &c, 1));
+	close(ready[0]);
+	close(ready[1]);
+	usleep(100 * 1000);
+	ASSERT_EQ(0, nu_write_str(SKIP_ASYNC, "1"));
+}
+
+FIXTURE_TEARDOWN(mf)
+{
+	int i;
+
+	nu_write_str(SKIP_ASYNC, "0");
+	nu_write_str(SYSCTL, "1");
+	if (self->rocm[0])
+		nu_write_str(ROCM, self->rocm);
+	if (!self->buf)
+		return;
+	for (i = 0; i < NR_READERS; i++) {
+		kill(self->readers[i], SIGKILL);
+		waitpid(self->readers[i], NULL, 0);
+	}
+	munmap(self->buf, NR_PAGES * PAGE);
+}
+
+static bool intact(const char *buf)
+{
+	int i;
+
+	for (i = 0; i < (int)(NR_PAGES * PAGE); i++)
+		if (buf[i] != (char)(i * 7 + i / PAGE))
+			return false;
+	return true;
+}
+
+/* Move every page to @node with the sysctl at @defer; rounds issued. */
+static long rounds_moving(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(mf) *self, int node, const char *defer)
+{
+	struct move m = { .buf = self->buf, .node = node };
+	long rounds, ret = -1;
+	int i;
+
+	EXPECT_EQ(0, nu_write_str(SYSCTL, defer));
+	rounds = count_rounds(move_all, &m, &ret);
+	EXPECT_EQ(0, ret);
+	for (i = 0; i < NR_PAGES; i++)
+		EXPECT_EQ(node, m.status[i]) TH_LOG("page %d", i);
+	EXPECT_TRUE(intact(self->buf));
+	return rounds;
+}
+
+TEST_F(mf, fallback_rounds)
+{
+	long off, on;
+
+	off = rounds_moving(_metadata, self, self->to, "0");
+	on = rounds_moving(_metadata, self, self->from, "1");
+	TH_LOG("%d pages mapped by %d readers on other CPUs: %ld rounds stock, %ld deferred",
+	       NR_PAGES, NR_READERS, off, on);
+	ASSERT_LE(0, off);
+	ASSERT_LE(0, on);
+	if (!off)
+		SKIP(return, "no remote flush was traced (a paravirt TLB flush?)");
+	/*
+	 * Stock: a round per PTE of a reader live on another CPU (2 per
+	 * page when both readers run, as they do here; a reader that sleeps
+	 * on a migration entry may drop out of one).
+	 */
+	EXPECT_GE(off, NR_PAGES * 3 / 2);
+	/* Deferred: one round per folio, the fallback's batch. */
+	EXPECT_LE(on, NR_PAGES);
+	EXPECT_GE(on, NR_PAGES / 2);
+}
+
+TEST_HARNESS_MAIN
