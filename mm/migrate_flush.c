@@ -33,42 +33,20 @@
 #include <linux/debugfs.h>
 #include <linux/init.h>
 #include <linux/migrate_flush.h>
-#include <linux/mutex.h>
 #include <linux/sysctl.h>
 
 DEFINE_STATIC_KEY_TRUE(migrate_defer_flush_key);
-static int sysctl_migrate_defer_flush = 1;
 
-static int defer_flush_sysctl_handler(const struct ctl_table *table,
-				      int write, void *buffer, size_t *lenp,
-				      loff_t *ppos)
-{
-	static DEFINE_MUTEX(lock);
-	int ret;
-
-	mutex_lock(&lock);
-	ret = proc_dointvec_minmax(table, write, buffer, lenp, ppos);
-	if (!ret && write) {
-		if (sysctl_migrate_defer_flush)
-			static_branch_enable(&migrate_defer_flush_key);
-		else
-			static_branch_disable(&migrate_defer_flush_key);
-	}
-	mutex_unlock(&lock);
-	return ret;
-}
-
+#ifdef CONFIG_SYSCTL
 static struct ctl_table migrate_flush_sysctls[] = {
 	{
 		.procname	= "migrate_defer_flush",
-		.data		= &sysctl_migrate_defer_flush,
-		.maxlen		= sizeof(int),
+		.data		= &migrate_defer_flush_key.key,
 		.mode		= 0644,
-		.proc_handler	= defer_flush_sysctl_handler,
-		.extra1		= SYSCTL_ZERO,
-		.extra2		= SYSCTL_ONE,
+		.proc_handler	= proc_do_static_key,
 	},
 };
+#endif
 
 #ifdef CONFIG_MIGRATE_DEFER_FLUSH_DEBUG
 static bool skip_async_pass;
@@ -97,7 +75,9 @@ static inline void migrate_flush_debugfs_init(void)
 
 static int __init migrate_flush_init(void)
 {
+#ifdef CONFIG_SYSCTL
 	register_sysctl_init("vm", migrate_flush_sysctls);
+#endif
 	migrate_flush_debugfs_init();
 	return 0;
 }
