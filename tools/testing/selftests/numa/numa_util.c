@@ -527,3 +527,45 @@ int nu_fork_sharers(pid_t *kids, int n, void (*fn)(void *arg), void *arg)
 	close(ready[0]);
 	return got;
 }
+
+long nu_pages_on(char *p, size_t len, int nid)
+{
+	unsigned long i, n = len / 4096;
+	void **pages = calloc(n, sizeof(*pages));
+	int *status = calloc(n, sizeof(*status));
+	long on = 0;
+
+	if (!pages || !status)
+		on = -1;
+	for (i = 0; on >= 0 && i < n; i++)
+		pages[i] = p + i * 4096;
+	if (on >= 0 && nu_move_pages(0, n, pages, NULL, status, 0))
+		on = -1;
+	for (i = 0; on >= 0 && i < n; i++) {
+		if (status[i] < 0)
+			on = -1;
+		else if (status[i] == nid)
+			on++;
+	}
+	free(pages);
+	free(status);
+	return on;
+}
+
+void nu_fill(char *p, size_t len, unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i + sizeof(unsigned int) <= len; i += sizeof(unsigned int))
+		*(unsigned int *)(p + i) = seed ^ (unsigned int)i;
+}
+
+bool nu_intact(const char *p, size_t len, unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i + sizeof(unsigned int) <= len; i += sizeof(unsigned int))
+		if (*(const unsigned int *)(p + i) != (seed ^ (unsigned int)i))
+			return false;
+	return true;
+}

@@ -50,6 +50,11 @@ long nu_get_mempolicy(int *mode, unsigned long *nodemask,
 		      unsigned long maxnode, void *addr, unsigned long flags);
 long nu_move_pages(int pid, unsigned long count, void **pages,
 		   const int *nodes, int *status, int flags);
+/* How many pages of [p, p+len) sit on @nid; -1 if one is not present. */
+long nu_pages_on(char *p, size_t len, int nid);
+/* Fill [p, p+len) with a pattern of @seed; check it is still there. */
+void nu_fill(char *p, size_t len, unsigned int seed);
+bool nu_intact(const char *p, size_t len, unsigned int seed);
 long nu_migrate_pages(int pid, unsigned long maxnode,
 		      const unsigned long *old_nodes,
 		      const unsigned long *new_nodes);

@@ -160,46 +160,6 @@ static int find_dax(char *name, size_t len, int *nid)
 	return ret;
 }
 
-static long pages_on(char *p, size_t len, int nid)
-{
-	unsigned long i, n = len / PAGE;
-	void **pages = calloc(n, sizeof(*pages));
-	int *status = calloc(n, sizeof(*status));
-	long on = 0;
-
-	for (i = 0; i < n; i++)
-		pages[i] = p + i * PAGE;
-	if (nu_move_pages(0, n, pages, NULL, status, 0))
-		on = -1;
-	for (i = 0; on >= 0 && i < n; i++) {
-		if (status[i] < 0)
-			on = -1;
-		else if (status[i] == nid)
-			on++;
-	}
-	free(pages);
-	free(status);
-	return on;
-}
-
-static void fill(char *p, size_t len, unsigned int seed)
-{
-	size_t i;
-
-	for (i = 0; i < len; i += sizeof(unsigned int))
-		*(unsigned int *)(p + i) = seed ^ (unsigned int)i;
-}
-
-static bool intact(const char *p, size_t len, unsigned int seed)
-{
-	size_t i;
-
-	for (i = 0; i < len; i += sizeof(unsigned int))
-		if (*(const unsigned int *)(p + i) != (seed ^ (unsigned int)i))
-			return false;
-	return true;
-}
-
 /* Anonymous memory bound to @nid, filled: NULL if mbind refuses. */
 static char *bound_on(int nid, size_t len, unsigned int seed)
 {
@@ -213,7 +173,7 @@ static char *bound_on(int nid, size_t len, unsigned int seed)
 		munmap(p, len);
 		return NULL;
 	}
-	fill(p, len, seed);
+	nu_fill(p, len, seed);
 	return p;
 }
 
@@ -295,10 +255,10 @@ TEST_F(pd, user_numa_hotunplug)
 
 	p = bound_on(self->nid, len, 0xda);
 	ASSERT_NE(NULL, p);
-	EXPECT_EQ((long)(len / PAGE), pages_on(p, len, self->nid));
+	EXPECT_EQ((long)(len / PAGE), nu_pages_on(p, len, self->nid));
 	EXPECT_EQ(0, blocks_to(self->nid, "offline"));
-	EXPECT_EQ(0, pages_on(p, len, self->nid));
-	EXPECT_TRUE(intact(p, len, 0xda));
+	EXPECT_EQ(0, nu_pages_on(p, len, self->nid));
+	EXPECT_TRUE(nu_intact(p, len, 0xda));
 	EXPECT_FALSE(in_nodelist("has_private_memory", self->nid));
 	munmap(p, len);
 
@@ -319,8 +279,8 @@ TEST_F(pd, hotunplug_off)
 	ASSERT_NE(NULL, p);
 	EXPECT_EQ(-EBUSY, blocks_to(self->nid, "offline"));
 	EXPECT_TRUE(in_nodelist("has_private_memory", self->nid));
-	EXPECT_EQ((long)(len / PAGE), pages_on(p, len, self->nid));
-	EXPECT_TRUE(intact(p, len, 0xdb));
+	EXPECT_EQ((long)(len / PAGE), nu_pages_on(p, len, self->nid));
+	EXPECT_TRUE(nu_intact(p, len, 0xdb));
 	munmap(p, len);
 	/* Empty blocks offline without HOTUNPLUG (the teardown does it). */
 }

@@ -129,29 +129,6 @@ static unsigned long long node_allocs(int nid)
 	return ns.numa_hit + ns.numa_miss;
 }
 
-/* How many pages of [p, p+len) sit on @nid; -1 if any is not present. */
-static long pages_on(char *p, size_t len, int nid)
-{
-	unsigned long i, n = len / PAGE;
-	void **pages = calloc(n, sizeof(*pages));
-	int *status = calloc(n, sizeof(*status));
-	long on = 0;
-
-	for (i = 0; i < n; i++)
-		pages[i] = p + i * PAGE;
-	if (nu_move_pages(0, n, pages, NULL, status, 0))
-		on = -1;
-	for (i = 0; on >= 0 && i < n; i++) {
-		if (status[i] < 0)
-			on = -1;
-		else if (status[i] == nid)
-			on++;
-	}
-	free(pages);
-	free(status);
-	return on;
-}
-
 /* move_pages every page of [p, p+len) to @nid; status of the first page. */
 static int move_all(char *p, size_t len, int nid)
 {
@@ -173,24 +150,6 @@ static int move_all(char *p, size_t len, int nid)
 	return st;
 }
 
-static void fill(char *p, size_t len, unsigned int seed)
-{
-	size_t i;
-
-	for (i = 0; i < len; i += sizeof(unsigned int))
-		*(unsigned int *)(p + i) = seed ^ (unsigned int)i;
-}
-
-static bool intact(const char *p, size_t len, unsigned int seed)
-{
-	size_t i;
-
-	for (i = 0; i < len; i += sizeof(unsigned int))
-		if (*(const unsigned int *)(p + i) != (seed ^ (unsigned int)i))
-			return false;
-	return true;
-}
-
 /* Anonymous memory on @nid from the provider, whatever the node's caps. */
 static char *anon_on(int nid, size_t len)
 {
@@ -206,7 +165,7 @@ static char *anon_on(int nid, size_t len)
 	close(fd);
 	if (p == MAP_FAILED)
 		return NULL;
-	fill(p, len, 0x5eed);
+	nu_fill(p, len, 0x5eed);
 	return p;
 }
 
@@ -222,7 +181,7 @@ static char *anon_bound(size_t len, int mode, int nid)
 		munmap(p, len);
 		return NULL;
 	}
-	fill(p, len, 0xb1d);
+	nu_fill(p, len, 0xb1d);
 	return p;
 }
 
@@ -337,25 +296,25 @@ TEST_F(pn, user_numa_on)
 	CLAIM(CAP_USER_NUMA | CAP_HOTUNPLUG, "movable");
 	p = anon_bound(len, MPOL_BIND, self->nid);
 	ASSERT_NE(NULL, p);
-	EXPECT_EQ(npages, pages_on(p, len, self->nid));
+	EXPECT_EQ(npages, nu_pages_on(p, len, self->nid));
 	EXPECT_EQ(0, move_all(p, len, 0));
-	EXPECT_EQ(npages, pages_on(p, len, 0));
+	EXPECT_EQ(npages, nu_pages_on(p, len, 0));
 	EXPECT_EQ(self->nid, move_all(p, len, self->nid));
-	EXPECT_EQ(npages, pages_on(p, len, self->nid));
-	EXPECT_TRUE(intact(p, len, 0xb1d));
+	EXPECT_EQ(npages, nu_pages_on(p, len, self->nid));
+	EXPECT_TRUE(nu_intact(p, len, 0xb1d));
 	munmap(p, len);
 
 	p = anon_bound(len, MPOL_PREFERRED, self->nid);
 	ASSERT_NE(NULL, p);
-	EXPECT_EQ(npages, pages_on(p, len, self->nid));
+	EXPECT_EQ(npages, nu_pages_on(p, len, self->nid));
 	munmap(p, len);
 
 	/* migrate_pages(2) of this task from node 0 onto the private node. */
 	p = anon_bound(len, MPOL_BIND, 0);
 	ASSERT_NE(NULL, p);
 	EXPECT_LE(0, nu_migrate_pages(0, NU_MAX_NODES, &old, &new));
-	EXPECT_EQ(npages, pages_on(p, len, self->nid));
-	EXPECT_TRUE(intact(p, len, 0xb1d));
+	EXPECT_EQ(npages, nu_pages_on(p, len, self->nid));
+	EXPECT_TRUE(nu_intact(p, len, 0xb1d));
 	munmap(p, len);
 }
 
@@ -370,9 +329,10 @@ static void set_mempolicy_child(int nid, bool allowed)
 	if (!allowed)
 		_exit(12);
 	p = malloc(len);
-	fill(p, len, 1);
-	_exit(pages_on((char *)((unsigned long)(p + PAGE) & ~(PAGE - 1)),
-		       len - 2 * PAGE, nid) == (long)(len / PAGE - 2) ? 0 : 13);
+	nu_fill(p, len, 1);
+	_exit(nu_pages_on((char *)((unsigned long)(p + PAGE) & ~(PAGE - 1)),
+			  len - 2 * PAGE, nid) == (long)(len / PAGE - 2) ?
+	      0 : 13);
 }
 
 static int run_child(void (*fn)(int, bool), int nid, bool allowed)
@@ -407,15 +367,15 @@ TEST_F(pn, user_numa_revoked)
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, p);
 	ASSERT_EQ(0, nu_mbind(p, len, MPOL_BIND, &mask, NU_MAX_NODES, 0));
-	fill(p, half, 7);
-	EXPECT_EQ((long)(half / PAGE), pages_on(p, half, self->nid));
+	nu_fill(p, half, 7);
+	EXPECT_EQ((long)(half / PAGE), nu_pages_on(p, half, self->nid));
 	RELEASE();
 	CLAIM(CAP_HOTUNPLUG, "movable");
-	fill(p + half, half, 8);
-	EXPECT_EQ(0, pages_on(p + half, half, self->nid))
+	nu_fill(p + half, half, 8);
+	EXPECT_EQ(0, nu_pages_on(p + half, half, self->nid))
 		TH_LOG("a stale policy still places pages on the node");
-	EXPECT_TRUE(intact(p, half, 7));
-	EXPECT_TRUE(intact(p + half, half, 8));
+	EXPECT_TRUE(nu_intact(p, half, 7));
+	EXPECT_TRUE(nu_intact(p + half, half, 8));
 	munmap(p, len);
 }
 
@@ -431,8 +391,8 @@ static void migrate_unprivileged_child(int nid, bool allowed)
 		_exit(11);
 	if (nu_migrate_pages(0, NU_MAX_NODES, &old, &new) < 0)
 		_exit(errno == EPERM ? 12 : errno == EINVAL ? 15 : 13);
-	_exit(pages_on(p, len, nid) == (long)(len / PAGE) &&
-	      intact(p, len, 0xb1d) ? 0 : 14);
+	_exit(nu_pages_on(p, len, nid) == (long)(len / PAGE) &&
+	      nu_intact(p, len, 0xb1d) ? 0 : 14);
 }
 
 /* A private node is in no cpuset: moving onto it needs no CAP_SYS_NICE. */
@@ -462,19 +422,19 @@ TEST_F(pn, user_numa_off)
 	p = anon_bound(len, MPOL_BIND, 0);
 	ASSERT_NE(NULL, p);
 	EXPECT_EQ(-ENODEV, move_all(p, len, self->nid));
-	EXPECT_EQ(npages, pages_on(p, len, 0));
+	EXPECT_EQ(npages, nu_pages_on(p, len, 0));
 	munmap(p, len);
 
 	/* Placed by the owner: users can neither move it nor migrate it. */
 	p = anon_on(self->nid, len);
 	ASSERT_NE(NULL, p);
-	EXPECT_EQ(npages, pages_on(p, len, self->nid));
+	EXPECT_EQ(npages, nu_pages_on(p, len, self->nid));
 	EXPECT_EQ(-EACCES, move_all(p, len, 0));
 	EXPECT_EQ(-1, nu_migrate_pages(0, NU_MAX_NODES, &old, &new));
 	EXPECT_EQ(EINVAL, errno);
 	nu_mbind(p, len, MPOL_BIND, &new, NU_MAX_NODES, MPOL_MF_MOVE);
-	EXPECT_EQ(npages, pages_on(p, len, self->nid));
-	EXPECT_TRUE(intact(p, len, 0x5eed));
+	EXPECT_EQ(npages, nu_pages_on(p, len, self->nid));
+	EXPECT_TRUE(nu_intact(p, len, 0x5eed));
 	munmap(p, len);
 }
 
@@ -486,11 +446,11 @@ TEST_F(pn, hotunplug_on)
 	CLAIM(CAP_HOTUNPLUG, "movable");
 	p = anon_on(self->nid, len);
 	ASSERT_NE(NULL, p);
-	EXPECT_EQ((long)(len / PAGE), pages_on(p, len, self->nid));
+	EXPECT_EQ((long)(len / PAGE), nu_pages_on(p, len, self->nid));
 	RELEASE();
-	EXPECT_EQ(0, pages_on(p, len, self->nid));
+	EXPECT_EQ(0, nu_pages_on(p, len, self->nid));
 	EXPECT_FALSE(in_nodelist("has_private_memory", self->nid));
-	EXPECT_TRUE(intact(p, len, 0x5eed));
+	EXPECT_TRUE(nu_intact(p, len, 0x5eed));
 	munmap(p, len);
 }
 
@@ -504,8 +464,8 @@ TEST_F(pn, hotunplug_off)
 	ASSERT_NE(NULL, p);
 	EXPECT_EQ(-EBUSY, npt_write("release", "%d", self->nid));
 	EXPECT_TRUE(in_nodelist("has_private_memory", self->nid));
-	EXPECT_EQ((long)(len / PAGE), pages_on(p, len, self->nid));
-	EXPECT_TRUE(intact(p, len, 0x5eed));
+	EXPECT_EQ((long)(len / PAGE), nu_pages_on(p, len, self->nid));
+	EXPECT_TRUE(nu_intact(p, len, 0x5eed));
 	munmap(p, len);
 }
 
@@ -534,15 +494,15 @@ TEST_F(pn, ltpin_on)
 	p = anon_on(self->nid, len);
 	ASSERT_NE(NULL, p);
 	ASSERT_EQ(0, pin_longterm(fd, p, len, false));
-	EXPECT_EQ((long)(len / PAGE), pages_on(p, len, self->nid));
+	EXPECT_EQ((long)(len / PAGE), nu_pages_on(p, len, self->nid));
 	/* A held long-term pin blocks unplug; the node stays. */
 	EXPECT_EQ(-EBUSY, npt_write("release", "%d", self->nid));
 	EXPECT_TRUE(in_nodelist("has_private_memory", self->nid));
 	ioctl(fd, PIN_LONGTERM_TEST_STOP);
 	close(fd);
-	EXPECT_TRUE(intact(p, len, 0x5eed));
+	EXPECT_TRUE(nu_intact(p, len, 0x5eed));
 	RELEASE();
-	EXPECT_TRUE(intact(p, len, 0x5eed));
+	EXPECT_TRUE(nu_intact(p, len, 0x5eed));
 	munmap(p, len);
 }
 
@@ -560,8 +520,8 @@ TEST_F(pn, ltpin_off)
 	EXPECT_EQ(-EPERM, pin_longterm(fd, p, len, false));
 	EXPECT_EQ(-EPERM, pin_longterm(fd, p, len, true));
 	/* Refused, and not migrated off the node to make the pin work. */
-	EXPECT_EQ((long)(len / PAGE), pages_on(p, len, self->nid));
-	EXPECT_TRUE(intact(p, len, 0x5eed));
+	EXPECT_EQ((long)(len / PAGE), nu_pages_on(p, len, self->nid));
+	EXPECT_TRUE(nu_intact(p, len, 0x5eed));
 	close(fd);
 	munmap(p, len);
 }
@@ -585,7 +545,7 @@ TEST_F(pn, ltpin_off_fault_in)
 	/* Nothing touched yet: the pin itself allocates, off the node. */
 	EXPECT_EQ(0, pin_longterm(fd, p, len, false))
 		TH_LOG("pinned fault-in landed on a node without LTPIN");
-	EXPECT_EQ(0, pages_on(p, len, self->nid));
+	EXPECT_EQ(0, nu_pages_on(p, len, self->nid));
 	ioctl(fd, PIN_LONGTERM_TEST_STOP);
 	close(fd);
 	munmap(p, len);
