@@ -148,24 +148,28 @@ static bool pick_cpus(int *cpus, int n)
 	return i == n;
 }
 
+static unsigned long reader_sink;
+
 /* A reader keeps its mm live on @cpu, touching every page. */
 static pid_t start_reader(const char *buf, int cpu, int ready)
 {
 	pid_t pid = fork();
-	volatile unsigned long sum = 0;
-	unsigned long i;
+	unsigned long i, sum = 0;
 
 	if (pid)
 		return pid;
 	if (pin_to(cpu))
 		_exit(1);
 	for (i = 0; i < NR_PAGES * PAGE; i += PAGE)
-		sum += buf[i];
+		sum += __atomic_load_n(&buf[i], __ATOMIC_RELAXED);
 	if (write(ready, "r", 1) != 1)
 		_exit(1);
-	for (;;)
+	for (;;) {
 		for (i = 0; i < NR_PAGES * PAGE; i += PAGE)
-			sum += ((volatile const char *)buf)[i];
+			sum += __atomic_load_n(&buf[i], __ATOMIC_RELAXED);
+		/* Keep the loads: the sum goes somewhere. */
+		__atomic_store_n(&reader_sink, sum, __ATOMIC_RELAXED);
+	}
 }
 
 FIXTURE(mf) {

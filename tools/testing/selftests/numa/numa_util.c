@@ -569,3 +569,18 @@ bool nu_intact(const char *p, size_t len, unsigned int seed)
 			return false;
 	return true;
 }
+
+bool nu_in_nodelist(const char *file, int nid)
+{
+	int ids[NU_MAX_NODES], n, i;
+	char path[128], buf[256];
+
+	snprintf(path, sizeof(path), "/sys/devices/system/node/%s", file);
+	if (nu_read_str(path, buf, sizeof(buf)) < 0)
+		return false;
+	n = nu_parse_list(buf, ids, NU_MAX_NODES);
+	for (i = 0; i < n; i++)
+		if (ids[i] == nid)
+			return true;
+	return false;
+}

@@ -39,6 +39,8 @@ struct nu_topo {
 int nu_topo_read(struct nu_topo *t);
 struct nu_node *nu_node_by_id(struct nu_topo *t, int id);
 int nu_parse_list(const char *s, int *out, int max);
+/* Is @nid in /sys/devices/system/node/@file (has_memory, ...)? */
+bool nu_in_nodelist(const char *file, int nid);
 
 /* Raw system calls, named so they never clash with libnuma. */
 long nu_mbind(void *addr, unsigned long len, int mode,

@@ -43,21 +43,6 @@ static const char * const attrs[] = {
 	"numa_balancing", "ltpin",
 };
 
-static bool in_nodelist(const char *file, int nid)
-{
-	int ids[NU_MAX_NODES], n, i;
-	char path[128], buf[256];
-
-	snprintf(path, sizeof(path), NODE_SYS "%s", file);
-	if (nu_read_str(path, buf, sizeof(buf)) < 0)
-		return false;
-	n = nu_parse_list(buf, ids, NU_MAX_NODES);
-	for (i = 0; i < n; i++)
-		if (ids[i] == nid)
-			return true;
-	return false;
-}
-
 /* The debugfs list of registered private nodes names @nid. */
 static bool registered(int nid)
 {
@@ -149,7 +134,7 @@ static int find_dax(char *name, size_t len, int *nid)
 		snprintf(path, sizeof(path), DAX_DEVS "%s/target_node",
 			 de->d_name);
 		*nid = nu_read_ll(path);
-		if (*nid < 0 || in_nodelist("has_memory", *nid))
+		if (*nid < 0 || nu_in_nodelist("has_memory", *nid))
 			continue;
 		snprintf(name, len, "%.*s", (int)len - 1, de->d_name);
 		ret = 0;
@@ -250,8 +235,8 @@ TEST_F(pd, user_numa_hotunplug)
 	ASSERT_EQ(0, set_attr(self->dev, "hotunplug", "1"));
 	ASSERT_EQ(0, kmem("bind", self->dev));
 	ASSERT_EQ(0, blocks_to(self->nid, "online_movable"));
-	EXPECT_TRUE(in_nodelist("has_private_memory", self->nid));
-	EXPECT_FALSE(in_nodelist("has_memory", self->nid));
+	EXPECT_TRUE(nu_in_nodelist("has_private_memory", self->nid));
+	EXPECT_FALSE(nu_in_nodelist("has_memory", self->nid));
 
 	p = bound_on(self->nid, len, 0xda);
 	ASSERT_NE(NULL, p);
@@ -259,7 +244,7 @@ TEST_F(pd, user_numa_hotunplug)
 	EXPECT_EQ(0, blocks_to(self->nid, "offline"));
 	EXPECT_EQ(0, nu_pages_on(p, len, self->nid));
 	EXPECT_TRUE(nu_intact(p, len, 0xda));
-	EXPECT_FALSE(in_nodelist("has_private_memory", self->nid));
+	EXPECT_FALSE(nu_in_nodelist("has_private_memory", self->nid));
 	munmap(p, len);
 
 	EXPECT_EQ(0, kmem("unbind", self->dev));
@@ -278,7 +263,7 @@ TEST_F(pd, hotunplug_off)
 	p = bound_on(self->nid, len, 0xdb);
 	ASSERT_NE(NULL, p);
 	EXPECT_EQ(-EBUSY, blocks_to(self->nid, "offline"));
-	EXPECT_TRUE(in_nodelist("has_private_memory", self->nid));
+	EXPECT_TRUE(nu_in_nodelist("has_private_memory", self->nid));
 	EXPECT_EQ((long)(len / PAGE), nu_pages_on(p, len, self->nid));
 	EXPECT_TRUE(nu_intact(p, len, 0xdb));
 	munmap(p, len);
@@ -292,7 +277,7 @@ TEST_F(pd, demotion_needs_reclaim)
 	EXPECT_NE(0, kmem("bind", self->dev));
 	EXPECT_FALSE(kmem_bound(self->dev));
 	EXPECT_FALSE(registered(self->nid));
-	EXPECT_FALSE(in_nodelist("has_private_memory", self->nid));
+	EXPECT_FALSE(nu_in_nodelist("has_private_memory", self->nid));
 }
 
 TEST_HARNESS_MAIN

@@ -93,21 +93,6 @@ static int carved_nodes(int *nids, int max, bool free_only)
 	return n;
 }
 
-static bool in_nodelist(const char *file, int nid)
-{
-	int ids[NU_MAX_NODES], n, i;
-	char path[128], buf[256];
-
-	snprintf(path, sizeof(path), NODE_SYS "%s", file);
-	if (nu_read_str(path, buf, sizeof(buf)) < 0)
-		return false;
-	n = nu_parse_list(buf, ids, NU_MAX_NODES);
-	for (i = 0; i < n; i++)
-		if (ids[i] == nid)
-			return true;
-	return false;
-}
-
 static long long meminfo_kb(int nid, const char *key)
 {
 	char path[128], buf[4096], *p;
@@ -235,13 +220,13 @@ FIXTURE_TEARDOWN(pn)
 TEST_F(pn, state_files)
 {
 	CLAIM(0, "movable");
-	EXPECT_TRUE(in_nodelist("has_private_memory", self->nid));
-	EXPECT_FALSE(in_nodelist("has_memory", self->nid));
-	EXPECT_FALSE(in_nodelist("has_normal_memory", self->nid));
+	EXPECT_TRUE(nu_in_nodelist("has_private_memory", self->nid));
+	EXPECT_FALSE(nu_in_nodelist("has_memory", self->nid));
+	EXPECT_FALSE(nu_in_nodelist("has_normal_memory", self->nid));
 	EXPECT_GT(meminfo_kb(self->nid, "MemTotal:"), 0);
 	RELEASE();
-	EXPECT_FALSE(in_nodelist("has_private_memory", self->nid));
-	EXPECT_FALSE(in_nodelist("has_memory", self->nid));
+	EXPECT_FALSE(nu_in_nodelist("has_private_memory", self->nid));
+	EXPECT_FALSE(nu_in_nodelist("has_memory", self->nid));
 }
 
 /* Check one "<nid> <list>: nodes..." line of node_private/zonelists. */
@@ -257,7 +242,7 @@ static void check_zonelist_line(struct __test_metadata *_metadata, char *line)
 	for (p++; sscanf(p, "%d%n", &n, &off) == 1; p += off) {
 		ASSERT_LT(n, NU_MAX_NODES);
 		seen[n] = true;
-		if (in_nodelist("has_private_memory", n)) {
+		if (nu_in_nodelist("has_private_memory", n)) {
 			EXPECT_TRUE(private_list) TH_LOG("%s", line);
 			EXPECT_EQ(nid, n) TH_LOG("%s", line);
 		}
@@ -265,7 +250,7 @@ static void check_zonelist_line(struct __test_metadata *_metadata, char *line)
 	if (strcmp(list, "private"))
 		return;
 	for (i = 0; i < NU_MAX_NODES; i++)
-		if (in_nodelist("has_memory", i))
+		if (nu_in_nodelist("has_memory", i))
 			EXPECT_TRUE(seen[i]) TH_LOG("%s lacks %d", line, i);
 }
 
@@ -449,7 +434,7 @@ TEST_F(pn, hotunplug_on)
 	EXPECT_EQ((long)(len / PAGE), nu_pages_on(p, len, self->nid));
 	RELEASE();
 	EXPECT_EQ(0, nu_pages_on(p, len, self->nid));
-	EXPECT_FALSE(in_nodelist("has_private_memory", self->nid));
+	EXPECT_FALSE(nu_in_nodelist("has_private_memory", self->nid));
 	EXPECT_TRUE(nu_intact(p, len, 0x5eed));
 	munmap(p, len);
 }
@@ -463,7 +448,7 @@ TEST_F(pn, hotunplug_off)
 	p = anon_on(self->nid, len);
 	ASSERT_NE(NULL, p);
 	EXPECT_EQ(-EBUSY, npt_write("release", "%d", self->nid));
-	EXPECT_TRUE(in_nodelist("has_private_memory", self->nid));
+	EXPECT_TRUE(nu_in_nodelist("has_private_memory", self->nid));
 	EXPECT_EQ((long)(len / PAGE), nu_pages_on(p, len, self->nid));
 	EXPECT_TRUE(nu_intact(p, len, 0x5eed));
 	munmap(p, len);
@@ -497,7 +482,7 @@ TEST_F(pn, ltpin_on)
 	EXPECT_EQ((long)(len / PAGE), nu_pages_on(p, len, self->nid));
 	/* A held long-term pin blocks unplug; the node stays. */
 	EXPECT_EQ(-EBUSY, npt_write("release", "%d", self->nid));
-	EXPECT_TRUE(in_nodelist("has_private_memory", self->nid));
+	EXPECT_TRUE(nu_in_nodelist("has_private_memory", self->nid));
 	ioctl(fd, PIN_LONGTERM_TEST_STOP);
 	close(fd);
 	EXPECT_TRUE(nu_intact(p, len, 0x5eed));
@@ -589,7 +574,7 @@ static unsigned long long normal_allocs(void)
 	int nid;
 
 	for (nid = 0; nid < NU_MAX_NODES; nid++)
-		if (in_nodelist("has_memory", nid))
+		if (nu_in_nodelist("has_memory", nid))
 			sum += node_allocs(nid);
 	return sum;
 }
@@ -700,7 +685,7 @@ static long long normal_mem_mb(void)
 	int nid;
 
 	for (nid = 0; nid < NU_MAX_NODES; nid++)
-		if (in_nodelist("has_memory", nid))
+		if (nu_in_nodelist("has_memory", nid))
 			kb += meminfo_kb(nid, "MemTotal:");
 	return kb / 1024;
 }
@@ -788,14 +773,14 @@ TEST_F(pn, registration_rules)
 	EXPECT_EQ(-EINVAL, npt_write("register", "%d 0x8 0", n));
 	EXPECT_EQ(-EOPNOTSUPP, npt_write("register", "%d 0x1 0", n));
 	EXPECT_EQ(-EINVAL, npt_write("register", "%d 0x100 0", n));
-	EXPECT_FALSE(in_nodelist("has_private_memory", n));
+	EXPECT_FALSE(nu_in_nodelist("has_private_memory", n));
 
 	CLAIM(CAP_USER_NUMA, "movable");
 	EXPECT_EQ(-EBUSY, npt_write("register", "%d 0x2 1", n));
 	EXPECT_EQ(-EBUSY, npt_write("register", "%d 0x4 0", n));
 	EXPECT_EQ(0, npt_write("register", "%d 0x2 0", n));
 	EXPECT_EQ(-EBUSY, npt_write("unregister", "%d", n));
-	EXPECT_TRUE(in_nodelist("has_private_memory", n));
+	EXPECT_TRUE(nu_in_nodelist("has_private_memory", n));
 	RELEASE();
 	EXPECT_EQ(-EINVAL, npt_write("unregister", "%d", n));
 }
@@ -831,7 +816,7 @@ TEST_F(pn, bad_input)
 	EXPECT_EQ(-EACCES, nu_write_str(NODE_SYS "has_private_memory", "0"));
 	ASSERT_EQ(0, npt_read("ranges", after, sizeof(after)));
 	EXPECT_STREQ(before, after);
-	EXPECT_FALSE(in_nodelist("has_private_memory", self->nid));
+	EXPECT_FALSE(nu_in_nodelist("has_private_memory", self->nid));
 }
 
 TEST_HARNESS_MAIN
