@@ -339,18 +339,39 @@ int mpol_private_node(const struct mempolicy *pol)
 	return nodes_empty(priv) ? NUMA_NO_NODE : first_node(priv);
 }
 
+/* A zone of @nid that a non-movable allocation may use has memory. */
+static bool node_private_has_kernel_zone(int nid)
+{
+	int z;
+
+	for (z = 0; z < ZONE_MOVABLE; z++)
+		if (populated_zone(&NODE_DATA(nid)->node_zones[z]))
+			return true;
+	return false;
+}
+
 /*
- * The private node an MPOL_F_PRIVATE policy may still allocate from.  A
- * user's policy outlives the caps it was checked against: the node may
- * have been unregistered and registered again without USER_NUMA since.
+ * The private node an MPOL_F_PRIVATE policy may still allocate from with
+ * @gfp, or NUMA_NO_NODE.  A policy outlives what it was checked against:
+ * the node's memory may have gone offline (a bind on it alone would then
+ * fail every allocation, and loop a page fault), and a user's policy may
+ * have lost USER_NUMA to an unregister and register.  Memory a long-term
+ * pin faults in (PF_MEMALLOC_PIN clears __GFP_MOVABLE) stays there, so it
+ * goes to the node only with LTPIN and a zone it may use.
  */
-static int mpol_private_usable_node(const struct mempolicy *pol)
+static int mpol_private_usable_node(const struct mempolicy *pol, gfp_t gfp)
 {
 	int pnid = mpol_private_node(pol);
 
-	if (pnid == NUMA_NO_NODE || (pol->flags & MPOL_F_PRIVATE_OWNER))
-		return pnid;
-	return node_allows_user_numa(pnid) ? pnid : NUMA_NO_NODE;
+	if (pnid == NUMA_NO_NODE || !node_state(pnid, N_MEMORY_PRIVATE))
+		return NUMA_NO_NODE;
+	if (!(pol->flags & MPOL_F_PRIVATE_OWNER) &&
+	    !node_allows_user_numa(pnid))
+		return NUMA_NO_NODE;
+	if (!(current_gfp_context(gfp) & __GFP_MOVABLE) &&
+	    (!node_allows_ltpin(pnid) || !node_private_has_kernel_zone(pnid)))
+		return NUMA_NO_NODE;
+	return pnid;
 }
 
 /*
@@ -365,12 +386,8 @@ struct page *mpol_private_alloc_noprof(gfp_t gfp, unsigned int order,
 				       struct mempolicy *pol, int nid,
 				       nodemask_t *nodemask)
 {
-	int pnid = mpol_private_usable_node(pol);
+	int pnid = mpol_private_usable_node(pol, gfp);
 
-	/* A long-term pin of the new folio keeps it there: LTPIN decides. */
-	if (pnid != NUMA_NO_NODE && !node_allows_ltpin(pnid) &&
-	    !(current_gfp_context(gfp) & __GFP_MOVABLE))
-		pnid = NUMA_NO_NODE;
 	if (pnid == NUMA_NO_NODE || !(gfp & __GFP_MOVABLE)) {
 		nodemask_t normal;
 
@@ -378,9 +395,10 @@ struct page *mpol_private_alloc_noprof(gfp_t gfp, unsigned int order,
 			nid = numa_node_id();
 		/*
 		 * The ordinary lists never reach a private node: a mask left
-		 * with only private nodes would fail every allocation (and
-		 * loop a page fault forever).  Keep its normal nodes, or
-		 * none, as for a policy whose nodes all went away.
+		 * with only private nodes (policy_nodemask() keeps it without
+		 * cpusets) would fail every allocation, and loop a page fault
+		 * forever.  Keep its normal nodes, or none, as for a policy
+		 * whose nodes all went away.
 		 */
 		if (nodemask && nodes_intersects(*nodemask, node_private_nodes)) {
 			nodes_andnot(normal, *nodemask, node_private_nodes);
