@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 
@@ -583,4 +584,20 @@ bool nu_in_nodelist(const char *file, int nid)
 		if (ids[i] == nid)
 			return true;
 	return false;
+}
+
+char *nu_anon_bound(size_t len, int mode, int nid, unsigned int seed)
+{
+	unsigned long mask = 1UL << nid;
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	if (nu_mbind(p, len, mode, &mask, NU_MAX_NODES, 0)) {
+		munmap(p, len);
+		return NULL;
+	}
+	nu_fill(p, len, seed);
+	return p;
 }

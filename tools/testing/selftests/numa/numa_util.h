@@ -57,6 +57,8 @@ long nu_pages_on(char *p, size_t len, int nid);
 /* Fill [p, p+len) with a pattern of @seed; check it is still there. */
 void nu_fill(char *p, size_t len, unsigned int seed);
 bool nu_intact(const char *p, size_t len, unsigned int seed);
+/* Private anonymous memory under an mbind(@mode, @nid) policy, filled. */
+char *nu_anon_bound(size_t len, int mode, int nid, unsigned int seed);
 long nu_migrate_pages(int pid, unsigned long maxnode,
 		      const unsigned long *old_nodes,
 		      const unsigned long *new_nodes);

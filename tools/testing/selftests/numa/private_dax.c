@@ -145,23 +145,6 @@ static int find_dax(char *name, size_t len, int *nid)
 	return ret;
 }
 
-/* Anonymous memory bound to @nid, filled: NULL if mbind refuses. */
-static char *bound_on(int nid, size_t len, unsigned int seed)
-{
-	unsigned long mask = 1UL << nid;
-	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (p == MAP_FAILED)
-		return NULL;
-	if (nu_mbind(p, len, MPOL_BIND, &mask, NU_MAX_NODES, 0)) {
-		munmap(p, len);
-		return NULL;
-	}
-	nu_fill(p, len, seed);
-	return p;
-}
-
 FIXTURE(pd) {
 	char dev[64];
 	int nid;
@@ -238,7 +221,7 @@ TEST_F(pd, user_numa_hotunplug)
 	EXPECT_TRUE(nu_in_nodelist("has_private_memory", self->nid));
 	EXPECT_FALSE(nu_in_nodelist("has_memory", self->nid));
 
-	p = bound_on(self->nid, len, 0xda);
+	p = nu_anon_bound(len, MPOL_BIND, self->nid, 0xda);
 	ASSERT_NE(NULL, p);
 	EXPECT_EQ((long)(len / PAGE), nu_pages_on(p, len, self->nid));
 	EXPECT_EQ(0, blocks_to(self->nid, "offline"));
@@ -260,7 +243,7 @@ TEST_F(pd, hotunplug_off)
 	ASSERT_EQ(0, set_attr(self->dev, "user_numa", "1"));
 	ASSERT_EQ(0, kmem("bind", self->dev));
 	ASSERT_EQ(0, blocks_to(self->nid, "online_movable"));
-	p = bound_on(self->nid, len, 0xdb);
+	p = nu_anon_bound(len, MPOL_BIND, self->nid, 0xdb);
 	ASSERT_NE(NULL, p);
 	EXPECT_EQ(-EBUSY, blocks_to(self->nid, "offline"));
 	EXPECT_TRUE(nu_in_nodelist("has_private_memory", self->nid));

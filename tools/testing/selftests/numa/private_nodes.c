@@ -154,22 +154,6 @@ static char *anon_on(int nid, size_t len)
 	return p;
 }
 
-static char *anon_bound(size_t len, int mode, int nid)
-{
-	unsigned long mask = 1UL << nid;
-	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (p == MAP_FAILED)
-		return NULL;
-	if (nu_mbind(p, len, mode, &mask, NU_MAX_NODES, 0)) {
-		munmap(p, len);
-		return NULL;
-	}
-	nu_fill(p, len, 0xb1d);
-	return p;
-}
-
 static long mbind_err(int mode, unsigned long mask)
 {
 	char *p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
@@ -237,7 +221,8 @@ static void check_zonelist_line(struct __test_metadata *_metadata, char *line)
 	int nid, n, off, i;
 
 	ASSERT_NE(NULL, p);
-	ASSERT_EQ(2, sscanf(line, "%d %31[^:]", &nid, list));
+	n = sscanf(line, "%d %31[^:]", &nid, list);
+	ASSERT_EQ(2, n);
 	private_list = !strncmp(list, "private", 7);
 	for (p++; sscanf(p, "%d%n", &n, &off) == 1; p += off) {
 		ASSERT_LT(n, NU_MAX_NODES);
@@ -279,7 +264,7 @@ TEST_F(pn, user_numa_on)
 	char *p;
 
 	CLAIM(CAP_USER_NUMA | CAP_HOTUNPLUG, "movable");
-	p = anon_bound(len, MPOL_BIND, self->nid);
+	p = nu_anon_bound(len, MPOL_BIND, self->nid, 0xb1d);
 	ASSERT_NE(NULL, p);
 	EXPECT_EQ(npages, nu_pages_on(p, len, self->nid));
 	EXPECT_EQ(0, move_all(p, len, 0));
@@ -289,13 +274,13 @@ TEST_F(pn, user_numa_on)
 	EXPECT_TRUE(nu_intact(p, len, 0xb1d));
 	munmap(p, len);
 
-	p = anon_bound(len, MPOL_PREFERRED, self->nid);
+	p = nu_anon_bound(len, MPOL_PREFERRED, self->nid, 0xb1d);
 	ASSERT_NE(NULL, p);
 	EXPECT_EQ(npages, nu_pages_on(p, len, self->nid));
 	munmap(p, len);
 
 	/* migrate_pages(2) of this task from node 0 onto the private node. */
-	p = anon_bound(len, MPOL_BIND, 0);
+	p = nu_anon_bound(len, MPOL_BIND, 0, 0xb1d);
 	ASSERT_NE(NULL, p);
 	EXPECT_LE(0, nu_migrate_pages(0, NU_MAX_NODES, &old, &new));
 	EXPECT_EQ(npages, nu_pages_on(p, len, self->nid));
@@ -368,7 +353,7 @@ static void migrate_unprivileged_child(int nid, bool allowed)
 {
 	unsigned long old = 1UL, new = 1UL << nid;
 	size_t len = 4 * MB;
-	char *p = anon_bound(len, MPOL_BIND, 0);
+	char *p = nu_anon_bound(len, MPOL_BIND, 0, 0xb1d);
 
 	if (!p)
 		_exit(10);
@@ -404,7 +389,7 @@ TEST_F(pn, user_numa_off)
 	EXPECT_EQ(-EINVAL, mbind_err(MPOL_BIND, 1UL | 1UL << self->nid));
 	EXPECT_EQ(-EINVAL, mbind_err(MPOL_PREFERRED, 1UL << self->nid));
 
-	p = anon_bound(len, MPOL_BIND, 0);
+	p = nu_anon_bound(len, MPOL_BIND, 0, 0xb1d);
 	ASSERT_NE(NULL, p);
 	EXPECT_EQ(-ENODEV, move_all(p, len, self->nid));
 	EXPECT_EQ(npages, nu_pages_on(p, len, 0));
@@ -541,6 +526,7 @@ TEST_F(pn, directed_oom_private_alloc)
 	long long total_kb, free_kb;
 	unsigned long got, spilled;
 	char buf[64];
+	int n;
 
 	CLAIM(0, "movable");
 	total_kb = meminfo_kb(self->nid, "MemTotal:");
@@ -548,7 +534,8 @@ TEST_F(pn, directed_oom_private_alloc)
 	ASSERT_EQ(0, npt_write("private_alloc", "%d %lld", self->nid,
 			       total_kb / 2));	/* twice the node, in pages */
 	ASSERT_EQ(0, npt_read("private_alloc", buf, sizeof(buf)));
-	ASSERT_EQ(2, sscanf(buf, "allocated %lu spilled %lu", &got, &spilled));
+	n = sscanf(buf, "allocated %lu spilled %lu", &got, &spilled);
+	ASSERT_EQ(2, n);
 	EXPECT_EQ(0, spilled);
 	EXPECT_GE(got, free_kb / 4 * 9 / 10) TH_LOG("%s", buf);
 	EXPECT_LE(got, total_kb / 4);
@@ -595,7 +582,7 @@ TEST_F(pn, directed_oom_bind)
 		size_t len = total_kb * 1024 + 128 * MB;
 
 		/* Only an OOM kill stops this child; a spill lets it exit. */
-		_exit(anon_bound(len, MPOL_BIND, self->nid) ? 0 : 1);
+		_exit(nu_anon_bound(len, MPOL_BIND, self->nid, 0xb1d) ? 0 : 1);
 	}
 	waitpid(pid, &status, 0);
 	console_quiet(false);
@@ -791,10 +778,9 @@ TEST_F(pn, bad_input)
 		"claim", "release", "register", "unregister", "leak", "probe",
 		"private_alloc",
 	};
-	const char *junk[] = {
+	static const char * const junk[] = {
 		"\n", "x", "-1 0 movable", "99999 0 movable", "0x 0x 0x",
 		"1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23",
-		NULL,	/* filled below: longer than any provider buffer */
 	};
 	char before[1024], after[1024], longline[200];
 	unsigned int f, j;
@@ -807,9 +793,12 @@ TEST_F(pn, bad_input)
 	ASSERT_EQ(0, npt_read("ranges", before, sizeof(before)));
 	for (f = 0; f < ARRAY_SIZE(files); f++) {
 		for (j = 0; j < ARRAY_SIZE(junk); j++) {
-			r = npt_write(files[f], "%s", junk[j] ? junk[j] : longline);
+			r = npt_write(files[f], "%s", junk[j]);
 			EXPECT_EQ(-EINVAL, r) TH_LOG("%s <- '%s'", files[f], junk[j]);
 		}
+		/* Longer than any provider buffer. */
+		r = npt_write(files[f], "%s", longline);
+		EXPECT_EQ(-EINVAL, r) TH_LOG("%s <- long line", files[f]);
 	}
 	EXPECT_EQ(-EINVAL, npt_write("claim", "%d 0 bogus", self->nid));
 	EXPECT_EQ(-EINVAL, npt_write("leak", "0 1"));	/* not private */
