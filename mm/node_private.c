@@ -333,10 +333,12 @@ int mpol_private_nodemask(struct mempolicy *pol, const nodemask_t *nodes,
 /* The private node of an MPOL_F_PRIVATE policy, NUMA_NO_NODE if gone. */
 int mpol_private_node(const struct mempolicy *pol)
 {
-	nodemask_t priv;
+	/* No nodemask copy on the stack: this runs for every allocation. */
+	unsigned long nid = find_first_and_bit(nodes_addr(pol->nodes),
+					       nodes_addr(node_private_nodes),
+					       MAX_NUMNODES);
 
-	nodes_and(priv, pol->nodes, node_private_nodes);
-	return nodes_empty(priv) ? NUMA_NO_NODE : first_node(priv);
+	return nid < MAX_NUMNODES ? nid : NUMA_NO_NODE;
 }
 
 /* A zone of @nid that a non-movable allocation may use has memory. */
