@@ -121,8 +121,8 @@ static long move_all(void *arg)
 		pages[i] = m->buf + i * PAGE;
 		nodes[i] = m->node;
 	}
-	return nu_move_pages(0, NR_PAGES, pages, nodes, m->status,
-			     MPOL_MF_MOVE_ALL);
+	return nu_move_pages_where(0, NR_PAGES, pages, nodes, m->status,
+				   MPOL_MF_MOVE_ALL);
 }
 
 static int pin_to(int cpu)

@@ -271,6 +271,16 @@ long nu_move_pages(int pid, unsigned long count, void **pages,
 	return syscall(__NR_move_pages, pid, count, pages, nodes, status, flags);
 }
 
+long nu_move_pages_where(int pid, unsigned long count, void **pages,
+			 const int *nodes, int *status, int flags)
+{
+	long left = nu_move_pages(pid, count, pages, nodes, status, flags);
+
+	if (left > 0 && nu_move_pages(pid, count, pages, NULL, status, 0) < 0)
+		return -1;
+	return left;
+}
+
 long nu_migrate_pages(int pid, unsigned long maxnode,
 		      const unsigned long *old_nodes,
 		      const unsigned long *new_nodes)

@@ -52,6 +52,13 @@ long nu_get_mempolicy(int *mode, unsigned long *nodemask,
 		      unsigned long maxnode, void *addr, unsigned long flags);
 long nu_move_pages(int pid, unsigned long count, void **pages,
 		   const int *nodes, int *status, int flags);
+/*
+ * move_pages() to @nodes, with @status always saying where each page is:
+ * when the kernel gives up on busy pages it returns how many and leaves
+ * @status unwritten, so this asks again.  Returns what move_pages() did.
+ */
+long nu_move_pages_where(int pid, unsigned long count, void **pages,
+			 const int *nodes, int *status, int flags);
 /* How many pages of [p, p+len) sit on @nid; -1 if one is not present. */
 long nu_pages_on(char *p, size_t len, int nid);
 /* Fill [p, p+len) with a pattern of @seed; check it is still there. */

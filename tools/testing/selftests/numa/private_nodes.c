@@ -127,7 +127,7 @@ static int move_all(char *p, size_t len, int nid)
 		pages[i] = p + i * PAGE;
 		nodes[i] = nid;
 	}
-	st = nu_move_pages(0, n, pages, nodes, status, MPOL_MF_MOVE_ALL) < 0 ?
+	st = nu_move_pages_where(0, n, pages, nodes, status, MPOL_MF_MOVE_ALL) < 0 ?
 		-errno : status[0];
 	free(pages);
 	free(nodes);

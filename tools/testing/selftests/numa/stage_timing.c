@@ -184,7 +184,7 @@ int main(void)
 		spin_cpu = -1;
 	if (spin_cpu >= 0)
 		usleep(100000);	/* let the spinner reach its CPU */
-	ret = nu_move_pages(0, NR_PAGES, pages, nodes, status, MPOL_MF_MOVE);
+	ret = nu_move_pages_where(0, NR_PAGES, pages, nodes, status, MPOL_MF_MOVE);
 	if (spin_cpu >= 0) {
 		__atomic_store_n(&spin_stop, 1, __ATOMIC_RELAXED);
 		pthread_join(spin_tid, NULL);
