@@ -26,7 +26,12 @@
  * could return to user space with a stale entry (mprotect, munmap,
  * mremap, madvise) call flush_tlb_batched_pending() under the page-table
  * lock, as they do for reclaim.  PMD mappings still flush in
- * set_pmd_migration_entry(), and hugetlb takes its own path.  See
+ * set_pmd_migration_entry().
+ *
+ * A file hugetlb folio mapped several times queues its flushes too and
+ * unmap_and_move_huge_page() runs them right after try_to_migrate(),
+ * while it still holds the i_mmap_rwsem that every hugetlb walker takes
+ * for write (see migrate_hugetlb_ttu_flags()).  See
  * Documentation/mm/migrate_flush.rst.
  */
 

@@ -37,6 +37,26 @@ static inline enum ttu_flags migrate_unmap_ttu_flags(enum migrate_mode mode,
 		return TTU_BATCH_FLUSH;
 	return 0;
 }
+
+/*
+ * try_to_migrate() flags for a hugetlb folio, given the @ttu that
+ * unmap_and_move_huge_page() chose.  Every walker that changes hugetlb
+ * entries (mprotect and uffd-wp, zap, mremap, PAGEMAP_SCAN) holds the
+ * file's i_mmap_rwsem for write; a file folio's migration holds the same
+ * rwsem (TTU_RMAP_LOCKED) until after its flush, so no walker can see the
+ * migration entries while a TLB still caches the old page.  Anon hugetlb
+ * has no such exclusion and flushes per entry.  Only on x86, where the
+ * batched flush is a whole-TLB flush: elsewhere it is per page, and a
+ * huge entry may span several TLB entries.
+ */
+static inline enum ttu_flags migrate_hugetlb_ttu_flags(struct folio *src,
+						       enum ttu_flags ttu)
+{
+	if (IS_ENABLED(CONFIG_X86) && migrate_defer_flush_enabled() &&
+	    (ttu & TTU_RMAP_LOCKED) && folio_mapcount(src) > 1)
+		return ttu | TTU_BATCH_FLUSH;
+	return ttu;
+}
 #else
 static inline bool migrate_defer_flush_enabled(void)
 {
@@ -47,6 +67,12 @@ static inline enum ttu_flags migrate_unmap_ttu_flags(enum migrate_mode mode,
 						     struct folio *src)
 {
 	return mode == MIGRATE_ASYNC ? TTU_BATCH_FLUSH : 0;
+}
+
+static inline enum ttu_flags migrate_hugetlb_ttu_flags(struct folio *src,
+						       enum ttu_flags ttu)
+{
+	return ttu;
 }
 #endif
 

@@ -13,8 +13,13 @@
  * tlb:tlb_flush tracepoint with reason TLB_REMOTE_SEND_IPI, filtered on
  * the migrating task, counts each round of shootdown IPIs exactly (x86).
  *
+ * The hugetlb variant maps NR_HUGE 2 MiB pages of a hugetlb memfd
+ * MAP_SHARED in the same processes: hugetlb folios migrate one at a time,
+ * and stock 6.12 flushes once per mapping; deferred, once per folio.
+ *
  * Needs CONFIG_MIGRATE_DEFER_FLUSH_DEBUG, tracefs, three CPUs and two
- * nodes with memory; SKIPs otherwise.
+ * nodes with memory (and free 2 MiB pages there for hugetlb); SKIPs
+ * otherwise.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -37,7 +42,10 @@
 #define SKIP_ASYNC	"/sys/kernel/debug/migrate_flush/skip_async_pass"
 #define NR_READERS	2
 #define NR_PAGES	64
+#define NR_HUGE		4
 #define PAGE		4096UL
+#define HPAGE		(2UL << 20)
+#define HUGE_POOL	"/sys/devices/system/node/node%d/hugepages/hugepages-2048kB/%s"
 #define TLB_REMOTE_SEND_IPI	4	/* enum tlb_flush_reason */
 
 static const char *tracefs(void)
@@ -107,7 +115,8 @@ static long count_rounds(long (*fn)(void *), void *arg, long *ret)
 
 struct move {
 	char *buf;
-	int node;
+	int node, nr;
+	unsigned long size;	/* of a folio */
 	int status[NR_PAGES];
 };
 
@@ -117,11 +126,11 @@ static long move_all(void *arg)
 	void *pages[NR_PAGES];
 	int nodes[NR_PAGES], i;
 
-	for (i = 0; i < NR_PAGES; i++) {
-		pages[i] = m->buf + i * PAGE;
+	for (i = 0; i < m->nr; i++) {
+		pages[i] = m->buf + i * m->size;
 		nodes[i] = m->node;
 	}
-	return nu_move_pages_where(0, NR_PAGES, pages, nodes, m->status,
+	return nu_move_pages_where(0, m->nr, pages, nodes, m->status,
 				   MPOL_MF_MOVE_ALL);
 }
 
@@ -150,8 +159,9 @@ static bool pick_cpus(int *cpus, int n)
 
 static unsigned long reader_sink;
 
-/* A reader keeps its mm live on @cpu, touching every page. */
-static pid_t start_reader(const char *buf, int cpu, int ready)
+/* A reader keeps its mm live on @cpu, touching every page of [buf, +len). */
+static pid_t start_reader(const char *buf, unsigned long len, int cpu,
+			  int ready)
 {
 	pid_t pid = fork();
 	unsigned long i, sum = 0;
@@ -160,24 +170,99 @@ static pid_t start_reader(const char *buf, int cpu, int ready)
 		return pid;
 	if (pin_to(cpu))
 		_exit(1);
-	for (i = 0; i < NR_PAGES * PAGE; i += PAGE)
+	for (i = 0; i < len; i += PAGE)
 		sum += __atomic_load_n(&buf[i], __ATOMIC_RELAXED);
 	if (write(ready, "r", 1) != 1)
 		_exit(1);
 	for (;;) {
-		for (i = 0; i < NR_PAGES * PAGE; i += PAGE)
+		for (i = 0; i < len; i += PAGE)
 			sum += __atomic_load_n(&buf[i], __ATOMIC_RELAXED);
 		/* Keep the loads: the sum goes somewhere. */
 		__atomic_store_n(&reader_sink, sum, __ATOMIC_RELAXED);
 	}
 }
 
+/* Make @want 2 MiB pages free on @node; remember the pool size in @was. */
+static bool huge_pool(int node, long want, char *was, size_t len)
+{
+	char path[128], val[32];
+	long free_now;
+
+	snprintf(path, sizeof(path), HUGE_POOL, node, "free_hugepages");
+	if (nu_read_str(path, val, sizeof(val)) < 0)
+		return false;
+	free_now = atol(val);
+	snprintf(path, sizeof(path), HUGE_POOL, node, "nr_hugepages");
+	if (nu_read_str(path, was, len) < 0)
+		return false;
+	if (free_now >= want)
+		return true;
+	snprintf(val, sizeof(val), "%ld", atol(was) + want - free_now);
+	if (nu_write_str(path, val))
+		return false;
+	snprintf(path, sizeof(path), HUGE_POOL, node, "free_hugepages");
+	return nu_read_str(path, val, sizeof(val)) >= 0 && atol(val) >= want;
+}
+
+static void huge_pool_restore(int node, const char *was)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), HUGE_POOL, node, "nr_hugepages");
+	if (*was)
+		nu_write_str(path, was);
+}
+
 FIXTURE(mf) {
 	int from, to;
 	char *buf;
+	unsigned long len;
 	pid_t readers[NR_READERS];
 	char rocm[8];		/* vm.migrate_rocm to restore, "" if none */
+	char pool[2][32];	/* hugetlb pool sizes to restore, "" if none */
 };
+
+FIXTURE_VARIANT(mf) {
+	bool hugetlb;
+	int nr;			/* folios */
+	unsigned long size;	/* bytes per folio */
+};
+
+/* Base pages, COW-shared: through migrate_pages_sync()'s fallback. */
+FIXTURE_VARIANT_ADD(mf, anon) {
+	.nr = NR_PAGES,
+	.size = PAGE,
+};
+
+/* 2 MiB hugetlb pages of a MAP_SHARED memfd. */
+FIXTURE_VARIANT_ADD(mf, hugetlb_shared) {
+	.hugetlb = true,
+	.nr = NR_HUGE,
+	.size = HPAGE,
+};
+
+/* Map the buffer on @from; NULL (and errno) if hugetlb has no pages. */
+static char *map_buf(const FIXTURE_VARIANT(mf) *v, unsigned long len)
+{
+	char *p;
+	int fd;
+
+	if (!v->hugetlb) {
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		/* Base pages: the count is per folio. */
+		if (p != MAP_FAILED)
+			madvise(p, len, MADV_NOHUGEPAGE);
+		return p == MAP_FAILED ? NULL : p;
+	}
+	fd = memfd_create("migrate_flush", MFD_HUGETLB);
+	if (fd < 0)
+		return NULL;
+	p = ftruncate(fd, len) ? MAP_FAILED :
+		mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	return p == MAP_FAILED ? NULL : p;
+}
 
 FIXTURE_SETUP(mf)
 {
@@ -188,6 +273,9 @@ FIXTURE_SETUP(mf)
 
 	self->buf = NULL;
 	self->rocm[0] = '\0';
+	self->pool[0][0] = '\0';
+	self->pool[1][0] = '\0';
+	self->len = variant->nr * variant->size;
 	if (access(SKIP_ASYNC, W_OK) || access(SYSCTL, W_OK))
 		SKIP(return, "no %s (CONFIG_MIGRATE_DEFER_FLUSH_DEBUG)", SKIP_ASYNC);
 	if (!tracefs())
@@ -203,20 +291,24 @@ FIXTURE_SETUP(mf)
 	if (nu_read_str(ROCM, self->rocm, sizeof(self->rocm)) >= 0)
 		ASSERT_EQ(0, nu_write_str(ROCM, "0"));
 	ASSERT_EQ(0, pin_to(cpus[0]));
-	self->buf = mmap(NULL, NR_PAGES * PAGE, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(MAP_FAILED, self->buf);
-	/* Base pages: the count is per folio. */
-	madvise(self->buf, NR_PAGES * PAGE, MADV_NOHUGEPAGE);
+	if (variant->hugetlb &&
+	    (!huge_pool(self->from, variant->nr, self->pool[0], 32) ||
+	     !huge_pool(self->to, variant->nr, self->pool[1], 32)))
+		SKIP(return, "cannot get %d free 2 MiB pages on nodes %d and %d",
+		     variant->nr, self->from, self->to);
+	self->buf = map_buf(variant, self->len);
+	if (!self->buf && variant->hugetlb)
+		SKIP(return, "no hugetlb memfd: %s", strerror(errno));
+	ASSERT_NE(NULL, self->buf);
 	mask = 1UL << self->from;
-	ASSERT_EQ(0, nu_mbind(self->buf, NR_PAGES * PAGE, MPOL_BIND, &mask,
+	ASSERT_EQ(0, nu_mbind(self->buf, self->len, MPOL_BIND, &mask,
 			      NU_MAX_NODES, 0));
-	for (i = 0; i < (int)(NR_PAGES * PAGE); i++)
+	for (i = 0; i < (int)self->len; i++)
 		self->buf[i] = (char)(i * 7 + i / PAGE);
 	ASSERT_EQ(0, pipe(ready));
 	for (i = 0; i < NR_READERS; i++)
-		self->readers[i] = start_reader(self->buf, cpus[i + 1],
-						ready[1]);
+		self->readers[i] = start_reader(self->buf, self->len,
+						cpus[i + 1], ready[1]);
 	for (i = 0; i < NR_READERS; i++)
 		ASSERT_EQ(1, read(ready[0], &c, 1));
 	close(ready[0]);
@@ -233,20 +325,22 @@ FIXTURE_TEARDOWN(mf)
 	nu_write_str(SYSCTL, "1");
 	if (self->rocm[0])
 		nu_write_str(ROCM, self->rocm);
-	if (!self->buf)
-		return;
-	for (i = 0; i < NR_READERS; i++) {
-		kill(self->readers[i], SIGKILL);
-		waitpid(self->readers[i], NULL, 0);
+	if (self->buf) {
+		for (i = 0; i < NR_READERS; i++) {
+			kill(self->readers[i], SIGKILL);
+			waitpid(self->readers[i], NULL, 0);
+		}
+		munmap(self->buf, self->len);
 	}
-	munmap(self->buf, NR_PAGES * PAGE);
+	huge_pool_restore(self->from, self->pool[0]);
+	huge_pool_restore(self->to, self->pool[1]);
 }
 
-static bool intact(const char *buf)
+static bool intact(const char *buf, unsigned long len)
 {
 	int i;
 
-	for (i = 0; i < (int)(NR_PAGES * PAGE); i++)
+	for (i = 0; i < (int)len; i++)
 		if (buf[i] != (char)(i * 7 + i / PAGE))
 			return false;
 	return true;
@@ -254,42 +348,46 @@ static bool intact(const char *buf)
 
 /* Move every page to @node with the sysctl at @defer; rounds issued. */
 static long rounds_moving(struct __test_metadata *_metadata,
-			  FIXTURE_DATA(mf) *self, int node, const char *defer)
+			  FIXTURE_DATA(mf) *self,
+			  const FIXTURE_VARIANT(mf) *v, int node,
+			  const char *defer)
 {
-	struct move m = { .buf = self->buf, .node = node };
+	struct move m = {
+		.buf = self->buf, .node = node, .nr = v->nr, .size = v->size,
+	};
 	long rounds, ret = -1;
 	int i;
 
 	EXPECT_EQ(0, nu_write_str(SYSCTL, defer));
 	rounds = count_rounds(move_all, &m, &ret);
 	EXPECT_EQ(0, ret);
-	for (i = 0; i < NR_PAGES; i++)
-		EXPECT_EQ(node, m.status[i]) TH_LOG("page %d", i);
-	EXPECT_TRUE(intact(self->buf));
+	for (i = 0; i < v->nr; i++)
+		EXPECT_EQ(node, m.status[i]) TH_LOG("folio %d", i);
+	EXPECT_TRUE(intact(self->buf, self->len));
 	return rounds;
 }
 
-TEST_F(mf, fallback_rounds)
+TEST_F(mf, rounds)
 {
 	long off, on;
 
-	off = rounds_moving(_metadata, self, self->to, "0");
-	on = rounds_moving(_metadata, self, self->from, "1");
-	TH_LOG("%d pages mapped by %d readers on other CPUs: %ld rounds stock, %ld deferred",
-	       NR_PAGES, NR_READERS, off, on);
+	off = rounds_moving(_metadata, self, variant, self->to, "0");
+	on = rounds_moving(_metadata, self, variant, self->from, "1");
+	TH_LOG("%d folios mapped by %d readers on other CPUs: %ld rounds stock, %ld deferred",
+	       variant->nr, NR_READERS, off, on);
 	ASSERT_LE(0, off);
 	ASSERT_LE(0, on);
 	if (!off)
 		SKIP(return, "no remote flush was traced (a paravirt TLB flush?)");
 	/*
-	 * Stock: a round per PTE of a reader live on another CPU (2 per
-	 * page when both readers run, as they do here; a reader that sleeps
-	 * on a migration entry may drop out of one).
+	 * Stock: a round per entry of a reader live on another CPU (2 per
+	 * folio when both readers run, as they do here; a reader that
+	 * sleeps on a migration entry may drop out of one).
 	 */
-	EXPECT_GE(off, NR_PAGES * 3 / 2);
-	/* Deferred: one round per folio, the fallback's batch. */
-	EXPECT_LE(on, NR_PAGES);
-	EXPECT_GE(on, NR_PAGES / 2);
+	EXPECT_GE(off, variant->nr * 3 / 2);
+	/* Deferred: one round per folio (the fallback's batch, or hugetlb). */
+	EXPECT_LE(on, variant->nr);
+	EXPECT_GE(on, variant->nr / 2);
 }
 
 TEST_HARNESS_MAIN
