@@ -26,7 +26,9 @@
  * also reports migration rate, stall percentiles and disruption factor
  * for the off and on calls.  --knob rocm compares vm.migrate_rocm off
  * and on the same way (read-only file variant by default), with the
- * stage breakdown of the off and on calls side by side.
+ * stage breakdown of the off and on calls side by side; --knob order
+ * compares vm.migrate_address_order (move_pages(2) of a shuffled address
+ * array by default).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -51,6 +53,7 @@
 
 #define STAGES_FILE	"/sys/kernel/debug/mm/migrate_stages"
 #define ROCM_SYSCTL	"/proc/sys/vm/migrate_rocm"
+#define ORDER_SYSCTL	"/proc/sys/vm/migrate_address_order"
 #define CHUNK		64		/* pages between progress stamps */
 #define MAX_WORKERS	16
 #define MAX_CALLS	4096
@@ -71,6 +74,7 @@ struct variant {
 	bool thp;		/* MADV_HUGEPAGE instead of NOHUGEPAGE */
 	bool file;		/* read-only shared file mapping */
 	bool shared_fork;	/* MAP_SHARED anon, also mapped by children */
+	bool shuffle;		/* move_pages() array in random order */
 };
 
 /* Concurrent load while the buffer migrates. */
@@ -111,6 +115,7 @@ static const struct variant variants[] = {
 	{ .name = "file_ro_tmpfs",	.kind = V_MOVE_PAGES, .file = true },
 	{ .name = "file_ro_ext4",	.kind = V_MOVE_PAGES, .file = true },
 	{ .name = "shared_fork",	.kind = V_MOVE_PAGES, .shared_fork = true },
+	{ .name = "move_pages_shuf",	.kind = V_MOVE_PAGES, .shuffle = true },
 };
 
 #define NR_VARIANTS	((int)ARRAY_SIZE(variants))
@@ -129,7 +134,7 @@ static const struct variant variants[] = {
 #define FMT_BENCH_STAGES \
 	"stages %s load=%s knob=%s: ns/page unmap=%.0f flush=%.0f copy=%.0f mapping=%.0f remap=%.0f; window mean %.0f ns over %.0f folios; fault_wait %.0f\n"
 #define FMT_BENCH_ROCM \
-	"bench %s load=%s: migration rate rocm on/off %.3f (95%% CI %.3f..%.3f, %d pairs); A/A control %.3f (95%% CI %.3f..%.3f, %d pairs)\n"
+	"bench %s load=%s: migration rate %s on/off %.3f (95%% CI %.3f..%.3f, %d pairs); A/A control %.3f (95%% CI %.3f..%.3f, %d pairs)\n"
 #define FMT_BENCH_NONE \
 	"bench %s load=%s: no knob, A/A %.3f (95%% CI %.3f..%.3f, %d pairs)\n"
 #define CSV_BENCH_HEADER \
@@ -334,7 +339,15 @@ static const char * const stage_cols[] = {
  * What the bench switches: the stage timing itself, ROCM, or nothing
  * (both halves identical: plain rates, for comparing kernels).
  */
-static enum { KNOB_STAGES, KNOB_ROCM, KNOB_NONE } knob_kind;
+static enum { KNOB_STAGES, KNOB_ROCM, KNOB_ORDER, KNOB_NONE } knob_kind;
+
+/* A sysctl feature switch, compared with the stage breakdown on. */
+static const char *knob_sysctl(void)
+{
+	if (knob_kind == KNOB_ROCM)
+		return ROCM_SYSCTL;
+	return knob_kind == KNOB_ORDER ? ORDER_SYSCTL : NULL;
+}
 
 /* Cumulative count and ns of each stage_cols row; false if unreadable. */
 static bool stage_sums(double *cnt, double *ns)
@@ -530,8 +543,8 @@ static char *make_buffer(const struct variant *v, size_t bytes, char *why,
 /* Switch what the bench compares. */
 static void knob_set(bool on)
 {
-	if (knob_kind == KNOB_ROCM)
-		nu_write_str(ROCM_SYSCTL, on ? "1" : "0");
+	if (knob_sysctl())
+		nu_write_str(knob_sysctl(), on ? "1" : "0");
 	else if (knob_kind == KNOB_STAGES && have_stages)
 		nu_write_str(STAGES_FILE, on ? "1" : "0");
 }
@@ -604,6 +617,13 @@ static void run_variant(const struct variant *v, const struct load *ld,
 	status = calloc(pages, sizeof(*status));
 	for (size_t i = 0; i < pages; i++)
 		addrs[i] = buf + i * page_size;
+	for (size_t i = pages - 1; v->shuffle && i > 0; i--) {
+		size_t j = (size_t)rand() % (i + 1);
+		void *t = addrs[i];
+
+		addrs[i] = addrs[j];
+		addrs[j] = t;
+	}
 
 	memset(st, 0, sizeof(st));
 	__atomic_store_n(&phase, PH_BASE, __ATOMIC_RELEASE);
@@ -645,7 +665,7 @@ static void run_variant(const struct variant *v, const struct load *ld,
 	/* Migration phase; with ROCM as the knob, stages are timed throughout. */
 	if (mode != KNOB_OFF && knob_kind != KNOB_NONE)
 		stages_cmd("reset");
-	if (knob_kind == KNOB_ROCM && mode != KNOB_OFF) {
+	if (knob_sysctl() && mode != KNOB_OFF) {
 		stages_cmd("sample 1");
 		stages_cmd("1");
 	}
@@ -668,7 +688,7 @@ static void run_variant(const struct variant *v, const struct load *ld,
 		if (want != knob || (mode == KNOB_AA && o->calls % 2 == 0))
 			knob_set(want);
 		knob = want;
-		split = knob_kind == KNOB_ROCM && have_stages && mode != KNOB_OFF &&
+		split = knob_sysctl() && have_stages && mode != KNOB_OFF &&
 			stage_sums(cnt0, ns0);
 		__atomic_store_n(&phase, want ? PH_ON : PH_OFF, __ATOMIC_RELEASE);
 		c0 = nu_now();
@@ -734,12 +754,13 @@ static void run_variant(const struct variant *v, const struct load *ld,
 		munmap(bybuf, 1 << 20);
 	}
 	o->ipis = ipi0 >= 0 ? tlb_ipis() - ipi0 : -1;
-	if (knob_kind == KNOB_ROCM)
-		knob_set(false);
+	/* leave ROCM off as the other variants expect, the order at default */
+	if (knob_sysctl())
+		knob_set(knob_kind == KNOB_ORDER);
 	if (mode != KNOB_OFF && have_stages && knob_kind != KNOB_NONE) {
 		nu_read_all(STAGES_FILE, o->stages, sizeof(o->stages));
 		stages_cmd("0");
-		if (knob_kind == KNOB_ROCM)
+		if (knob_sysctl())
 			stages_cmd("sample 64");
 	}
 
@@ -969,7 +990,7 @@ static void bench_report(const struct variant *v, const struct load *ld,
 	ksft_print_msg(FMT_BENCH, v->name, ld->name, on ? "on" : "off", calls, mbps,
 		       pps, dis, nu_hist_pct(g, 50) / 1e3, nu_hist_pct(g, 99) / 1e3,
 		       nu_hist_pct(g, 99.9) / 1e3, g->max / 1e3, win);
-	if (knob_kind == KNOB_ROCM && o->pages_in[on] > 0) {
+	if (knob_sysctl() && o->pages_in[on] > 0) {
 		const double *c = o->st_cnt[on], *t = o->st_ns[on];
 		double pg = o->pages_in[on];
 
@@ -1011,14 +1032,15 @@ static void run_bench(void)
 	FILE *csv = opt.csv ? fopen(opt.csv, "w") : NULL;
 	FILE *sum = NULL;
 	const struct variant *v = NULL;
-	const char *def = knob_kind == KNOB_ROCM ? "file_ro_tmpfs" : "move_pages_4k";
+	const char *def = knob_kind == KNOB_ROCM ? "file_ro_tmpfs" :
+			  knob_kind == KNOB_ORDER ? "move_pages_shuf" : "move_pages_4k";
 	char path[512];
 
 	if (knob_kind == KNOB_STAGES && !have_stages)
 		ksft_exit_skip("no %s (CONFIG_MIGRATE_STAGES, debugfs, root)\n",
 			       STAGES_FILE);
-	if (knob_kind == KNOB_ROCM && (geteuid() || access(ROCM_SYSCTL, W_OK)))
-		ksft_exit_skip("no %s (CONFIG_MIGRATE_ROCM, root)\n", ROCM_SYSCTL);
+	if (knob_sysctl() && (geteuid() || access(knob_sysctl(), W_OK)))
+		ksft_exit_skip("no %s (its CONFIG option, root)\n", knob_sysctl());
 	for (int i = 0; i < NR_VARIANTS; i++)
 		if (!strcmp(variants[i].name, opt.only ? opt.only : def))
 			v = &variants[i];
@@ -1077,8 +1099,9 @@ static void run_bench(void)
 		if (knob_kind == KNOB_NONE)
 			ksft_print_msg(FMT_BENCH_NONE, v->name, ld->name, maa, loaa, hiaa,
 				       naa);
-		else if (knob_kind == KNOB_ROCM)
-			ksft_print_msg(FMT_BENCH_ROCM, v->name, ld->name, m, lo, hi, nab,
+		else if (knob_sysctl())
+			ksft_print_msg(FMT_BENCH_ROCM, v->name, ld->name,
+				       knob_kind == KNOB_ROCM ? "rocm" : "order", m, lo, hi, nab,
 				       maa, loaa, hiaa, naa);
 		else
 			ksft_print_msg(FMT_BENCH_COST, v->name, ld->name, m, lo, hi, nab,
@@ -1098,9 +1121,9 @@ static void usage(const char *prog)
 	printf("Usage: %s [-b MiB] [-B sec] [-s sec] [-w workers] [-v variant]\n"
 	       "          [-o hist.csv] [--force]\n"
 	       "       %s --bench [-r rounds] [-S sec] [-M MiB] [-v variant] [-o csv]\n"
-	       "          [--loads idle,read,rw,rw_hog] [--knob stages|rocm|none]\n"
+	       "          [--loads idle,read,rw,rw_hog] [--knob stages|rocm|order|none]\n"
 	       "  variants: move_pages_4k move_pages_thp mbind_4k migrate_pages_4k\n"
-	       "            file_ro_tmpfs file_ro_ext4 (needs --ext4-dir) shared_fork\n",
+	       "            file_ro_tmpfs file_ro_ext4 (needs --ext4-dir) shared_fork move_pages_shuf\n",
 	       prog, prog);
 }
 
@@ -1161,6 +1184,8 @@ static void parse_args(int argc, char **argv)
 		case 5:
 			if (!strcmp(optarg, "rocm")) {
 				knob_kind = KNOB_ROCM;
+			} else if (!strcmp(optarg, "order")) {
+				knob_kind = KNOB_ORDER;
 			} else if (!strcmp(optarg, "none")) {
 				knob_kind = KNOB_NONE;
 			} else if (strcmp(optarg, "stages")) {

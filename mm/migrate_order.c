@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Address-ordered migration batches.
+ *
+ * migrate_pages() unmaps, copies and remaps its folios in list order.
+ * move_pages(2) builds that list in the order of the caller's address
+ * array and demotion in LRU order, so consecutive folios may belong to
+ * unrelated mappings and page tables: each rmap walk takes a different
+ * anon_vma or i_mmap lock and a cold page-table page.  Sorting the list
+ * by (mapping, offset, PFN) keeps the folios of one anon_vma or file
+ * together in offset order, which for a VMA is address order, so
+ * consecutive walks reuse the same locks, interval-tree nodes and PTE
+ * table.  This is also the order a later range-batched unmap needs.
+ *
+ * Lists that already have an order worth keeping are left alone after one
+ * pass: the page-table walks of mbind(2) and migrate_pages(2) (each
+ * mapping's folios in offset order, mappings interleaved as VMAs come),
+ * and the PFN-ordered lists of compaction, memory offline and DAMON.
+ * list_sort() is a stable merge sort that needs no memory.
+ *
+ * The keys are read without locks from isolated folios that migrate_pages()
+ * holds references on; a folio whose mapping changes under us merely sorts
+ * elsewhere.  vm.migrate_address_order (1 by default, a static key) turns
+ * the sorting off.
+ */
+
+#include <linux/debugfs.h>
+#include <linux/init.h>
+#include <linux/list_sort.h>
+#include <linux/migrate_order.h>
+#include <linux/mm.h>
+#include <linux/seq_file.h>
+#include <linux/sysctl.h>
+
+DEFINE_STATIC_KEY_TRUE(migrate_order_key);
+
+static atomic_long_t migrate_order_sorted, migrate_order_kept;
+
+void migrate_order_key_of(struct folio *folio,
+			  struct migrate_order_key *key)
+{
+	unsigned long mapping = (unsigned long)READ_ONCE(folio->mapping);
+
+	key->mapping = mapping;
+	/* ->index is an offset only in a file or an anon_vma */
+	key->index = mapping & PAGE_MAPPING_MOVABLE ? 0 : READ_ONCE(folio->index);
+	key->pfn = folio_pfn(folio);
+}
+
+static int cmp_ulong(unsigned long a, unsigned long b)
+{
+	return a < b ? -1 : a > b;
+}
+
+int migrate_order_cmp_keys(const struct migrate_order_key *a,
+			   const struct migrate_order_key *b)
+{
+	if (a->mapping != b->mapping)
+		return cmp_ulong(a->mapping, b->mapping);
+	if (a->index != b->index)
+		return cmp_ulong(a->index, b->index);
+	return cmp_ulong(a->pfn, b->pfn);
+}
+
+static int migrate_order_cmp(void *priv, const struct list_head *a,
+			     const struct list_head *b)
+{
+	struct migrate_order_key ka, kb;
+
+	migrate_order_key_of(list_entry(a, struct folio, lru), &ka);
+	migrate_order_key_of(list_entry(b, struct folio, lru), &kb);
+	return migrate_order_cmp_keys(&ka, &kb);
+}
+
+/*
+ * Is @folios in an order worth keeping?  Yes if wherever two folios of
+ * one mapping are neighbours they are in key order (a page-table walk),
+ * or if PFNs strictly ascend (a physical scan).  One pass, no memory.
+ * Interleaved mappings that each ascend pass too: the check is cheap
+ * rather than exact.
+ */
+bool migrate_order_list_ordered(struct list_head *folios)
+{
+	struct migrate_order_key prev, cur;
+	bool grouped = true, by_pfn = true;
+	struct folio *folio;
+	bool first = true;
+
+	list_for_each_entry(folio, folios, lru) {
+		migrate_order_key_of(folio, &cur);
+		if (!first) {
+			if (cur.mapping == prev.mapping &&
+			    migrate_order_cmp_keys(&prev, &cur) > 0)
+				grouped = false;
+			if (cur.pfn <= prev.pfn)
+				by_pfn = false;
+			if (!grouped && !by_pfn)
+				return false;
+		}
+		prev = cur;
+		first = false;
+	}
+	return true;
+}
+
+void __migrate_order_batch(struct list_head *folios)
+{
+	if (list_empty(folios) || list_is_singular(folios))
+		return;
+	if (migrate_order_list_ordered(folios)) {
+		atomic_long_inc(&migrate_order_kept);
+		return;
+	}
+	list_sort(NULL, folios, migrate_order_cmp);
+	atomic_long_inc(&migrate_order_sorted);
+}
+
+#ifdef CONFIG_SYSCTL
+static struct ctl_table migrate_order_sysctls[] = {
+	{
+		.procname	= "migrate_address_order",
+		.data		= &migrate_order_key.key,
+		.mode		= 0644,
+		.proc_handler	= proc_do_static_key,
+	},
+};
+#endif
+
+/* debugfs migrate_order/stats: lists sorted and lists kept as they came */
+static int migrate_order_stats_show(struct seq_file *m, void *v)
+{
+	seq_printf(m, "sorted %ld\nkept %ld\n",
+		   atomic_long_read(&migrate_order_sorted),
+		   atomic_long_read(&migrate_order_kept));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(migrate_order_stats);
+
+static int __init migrate_order_init(void)
+{
+	struct dentry *dir;
+
+#ifdef CONFIG_SYSCTL
+	register_sysctl_init("vm", migrate_order_sysctls);
+#endif
+	dir = debugfs_create_dir("migrate_order", NULL);
+	debugfs_create_file("stats", 0400, dir, NULL,
+			    &migrate_order_stats_fops);
+	return 0;
+}
+late_initcall(migrate_order_init);
+
+#ifdef CONFIG_MIGRATE_ORDER_KUNIT_TEST
+#include "tests/migrate_order_kunit.h"
+#endif
