@@ -40,14 +40,16 @@ static inline enum ttu_flags migrate_unmap_ttu_flags(enum migrate_mode mode,
 
 /*
  * try_to_migrate() flags for a hugetlb folio, given the @ttu that
- * unmap_and_move_huge_page() chose.  Every walker that changes hugetlb
- * entries (mprotect and uffd-wp, zap, mremap, PAGEMAP_SCAN) holds the
- * file's i_mmap_rwsem for write; a file folio's migration holds the same
- * rwsem (TTU_RMAP_LOCKED) until after its flush, so no walker can see the
- * migration entries while a TLB still caches the old page.  Anon hugetlb
- * has no such exclusion and flushes per entry.  Only on x86, where the
- * batched flush is a whole-TLB flush: elsewhere it is per page, and a
- * huge entry may span several TLB entries.
+ * unmap_and_move_huge_page() chose.  Every path that can modify or remove
+ * a migration entry of a file hugetlb folio, or unshare or free the table
+ * that holds it (mprotect and uffd-wp, zap, mremap, truncation,
+ * PAGEMAP_SCAN), takes the file's i_mmap_rwsem for write; the folio's
+ * migration holds that rwsem (TTU_RMAP_LOCKED) until after its flush, so
+ * none of them can act on the migration entries while a TLB still caches
+ * the old page.  Anon hugetlb has no such exclusion and flushes per entry.
+ * x86 only: its queued flush invalidates whole TLBs and the whole
+ * secondary-TLB range, while arm64 and riscv queue a PAGE_SIZE range that
+ * need not cover a huge entry.
  */
 static inline enum ttu_flags migrate_hugetlb_ttu_flags(struct folio *src,
 						       enum ttu_flags ttu)

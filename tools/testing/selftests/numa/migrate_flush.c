@@ -45,6 +45,9 @@
 #define NR_HUGE		4
 #define PAGE		4096UL
 #define HPAGE		(2UL << 20)
+#ifndef MFD_HUGE_2MB
+#define MFD_HUGE_2MB	(21U << 26)	/* log2(2 MiB) << MFD_HUGE_SHIFT */
+#endif
 #define HUGE_POOL	"/sys/devices/system/node/node%d/hugepages/hugepages-2048kB/%s"
 #define TLB_REMOTE_SEND_IPI	4	/* enum tlb_flush_reason */
 
@@ -65,7 +68,7 @@ static const char *tracefs(void)
 	return NULL;
 }
 
-/* Like "echo val > file": O_TRUNC clears trace and set_event_pid. */
+/* Like "echo val > file": O_TRUNC clears the trace. */
 static int tr_write(const char *file, const char *val)
 {
 	char path[192];
@@ -85,16 +88,20 @@ static int tr_write(const char *file, const char *val)
 /* Count remote-flush rounds issued by this task while @fn runs. */
 static long count_rounds(long (*fn)(void *), void *arg, long *ret)
 {
-	char pid[32], path[192], was_on[8] = "1", *buf;
+	char filter[64], path[192], was_on[8] = "1", *buf;
 	long n = 0, len;
 	char *p;
 
 	snprintf(path, sizeof(path), "%stracing_on", tracefs());
 	nu_read_str(path, was_on, sizeof(was_on));
-	snprintf(pid, sizeof(pid), "%d", getpid());
+	/*
+	 * A filter on the pid, not set_event_pid: that one hooks the
+	 * scheduler's tracepoints, patching their call sites under load.
+	 */
+	snprintf(filter, sizeof(filter), "reason == 4 && common_pid == %d",
+		 getpid());
 	if (tr_write("tracing_on", "0") || tr_write("trace", "") ||
-	    tr_write("set_event_pid", pid) ||
-	    tr_write("events/tlb/tlb_flush/filter", "reason == 4") ||
+	    tr_write("events/tlb/tlb_flush/filter", filter) ||
 	    tr_write("events/tlb/tlb_flush/enable", "1") ||
 	    tr_write("tracing_on", "1"))
 		return -1;
@@ -102,7 +109,6 @@ static long count_rounds(long (*fn)(void *), void *arg, long *ret)
 	tr_write("tracing_on", "0");
 	tr_write("events/tlb/tlb_flush/enable", "0");
 	tr_write("events/tlb/tlb_flush/filter", "0");
-	tr_write("set_event_pid", "");
 	tr_write("tracing_on", was_on[0] == '0' ? "0" : "1");
 	buf = malloc(1 << 22);
 	snprintf(path, sizeof(path), "%strace", tracefs());
@@ -255,7 +261,7 @@ static char *map_buf(const FIXTURE_VARIANT(mf) *v, unsigned long len)
 			madvise(p, len, MADV_NOHUGEPAGE);
 		return p == MAP_FAILED ? NULL : p;
 	}
-	fd = memfd_create("migrate_flush", MFD_HUGETLB);
+	fd = memfd_create("migrate_flush", MFD_HUGETLB | MFD_HUGE_2MB);
 	if (fd < 0)
 		return NULL;
 	p = ftruncate(fd, len) ? MAP_FAILED :
@@ -287,19 +293,25 @@ FIXTURE_SETUP(mf)
 	self->from = topo.node[topo.eligible[0]].id;
 	self->to = topo.node[topo.eligible[1]].id;
 
+	ASSERT_EQ(0, pin_to(cpus[0]));
+	/* a SKIP here runs no teardown: put the pools back first */
+	if (variant->hugetlb &&
+	    (!huge_pool(self->from, variant->nr, self->pool[0], 32) ||
+	     !huge_pool(self->to, variant->nr, self->pool[1], 32))) {
+		huge_pool_restore(self->from, self->pool[0]);
+		SKIP(return, "cannot get %d free 2 MiB pages on nodes %d and %d",
+		     variant->nr, self->from, self->to);
+	}
+	self->buf = map_buf(variant, self->len);
+	if (!self->buf && variant->hugetlb) {
+		huge_pool_restore(self->from, self->pool[0]);
+		huge_pool_restore(self->to, self->pool[1]);
+		SKIP(return, "no 2 MiB hugetlb memfd: %s", strerror(errno));
+	}
+	ASSERT_NE(NULL, self->buf);
 	/* ROCM would move these read-only COW pages without an unmap. */
 	if (nu_read_str(ROCM, self->rocm, sizeof(self->rocm)) >= 0)
 		ASSERT_EQ(0, nu_write_str(ROCM, "0"));
-	ASSERT_EQ(0, pin_to(cpus[0]));
-	if (variant->hugetlb &&
-	    (!huge_pool(self->from, variant->nr, self->pool[0], 32) ||
-	     !huge_pool(self->to, variant->nr, self->pool[1], 32)))
-		SKIP(return, "cannot get %d free 2 MiB pages on nodes %d and %d",
-		     variant->nr, self->from, self->to);
-	self->buf = map_buf(variant, self->len);
-	if (!self->buf && variant->hugetlb)
-		SKIP(return, "no hugetlb memfd: %s", strerror(errno));
-	ASSERT_NE(NULL, self->buf);
 	mask = 1UL << self->from;
 	ASSERT_EQ(0, nu_mbind(self->buf, self->len, MPOL_BIND, &mask,
 			      NU_MAX_NODES, 0));
@@ -356,10 +368,23 @@ static long rounds_moving(struct __test_metadata *_metadata,
 		.buf = self->buf, .node = node, .nr = v->nr, .size = v->size,
 	};
 	long rounds, ret = -1;
-	int i;
+	int i, tries;
 
 	EXPECT_EQ(0, nu_write_str(SYSCTL, defer));
-	rounds = count_rounds(move_all, &m, &ret);
+	/*
+	 * A folio may stay busy through the kernel's retries (a hugetlb
+	 * unmap only trylocks the VMA lock that faulting readers take):
+	 * then move all back and count again.
+	 */
+	for (tries = 0; tries < 3; tries++) {
+		rounds = count_rounds(move_all, &m, &ret);
+		if (ret <= 0)
+			break;
+		TH_LOG("%ld folios stayed busy; counting again", ret);
+		m.node = node == self->from ? self->to : self->from;
+		move_all(&m);
+		m.node = node;
+	}
 	EXPECT_EQ(0, ret);
 	for (i = 0; i < v->nr; i++)
 		EXPECT_EQ(node, m.status[i]) TH_LOG("folio %d", i);
