@@ -97,9 +97,14 @@ static void mo_key(struct kunit *test)
 	mo_set(c->f[2], (unsigned long)&mo_objs[0] | PAGE_MAPPING_KSM, 9);
 	migrate_order_key_of(c->f[2], &k);
 	KUNIT_EXPECT_EQ(test, k.index, 0UL);
-	mo_set(c->f[3], (unsigned long)&mo_objs[0] | PAGE_MAPPING_MOVABLE, 9);
-	migrate_order_key_of(c->f[3], &k);
+	/*
+	 * Not on a live page: compaction would take a page whose mapping
+	 * says movable_ops for one and call its isolate_page().
+	 */
+	order_key_set(&k, (unsigned long)&mo_objs[0] | PAGE_MAPPING_MOVABLE,
+		      9, 5);
 	KUNIT_EXPECT_EQ(test, k.index, 0UL);
+	KUNIT_EXPECT_EQ(test, k.pfn, 5UL);
 }
 
 static void mo_cmp(struct kunit *test)
@@ -150,29 +155,39 @@ static void mo_ordered(struct kunit *test)
 	mo_list(c, mixed, 4);
 	KUNIT_EXPECT_FALSE(test, migrate_order_list_ordered(&c->list));
 
-	/* a PFN scan (compaction): offsets out of order, PFNs ascend */
+	/* a PFN scan: offsets out of order, PFNs ascend */
 	mo_list(c, walk, 4);
 	for (i = 0; i < 4; i++)
 		mo_set(c->f[i], MO_ANON(0), mixed[i]);
 	KUNIT_EXPECT_TRUE(test, migrate_order_list_ordered(&c->list));
+	/* compaction and offline list_add() theirs: PFNs descend */
+	mo_list(c, (const int[]){ 3, 2, 1, 0 }, 4);
+	KUNIT_EXPECT_TRUE(test, migrate_order_list_ordered(&c->list));
+	/* but not PFNs that turn back */
+	mo_list(c, (const int[]){ 3, 2, 0, 1 }, 4);
+	KUNIT_EXPECT_FALSE(test, migrate_order_list_ordered(&c->list));
 }
 
 /* After the sort: a permutation of the input, in key order. */
 static void mo_check_sorted(struct kunit *test, struct mo_ctx *c, int n)
 {
 	struct migrate_order_key prev, cur;
+	bool seen[MO_NR] = { };
 	struct folio *folio;
-	int seen = 0;
+	int i, count = 0;
 
 	list_for_each_entry(folio, &c->list, lru) {
 		migrate_order_key_of(folio, &cur);
-		if (seen++)
+		if (count++)
 			KUNIT_EXPECT_LE(test, migrate_order_cmp_keys(&prev, &cur), 0);
 		prev = cur;
+		for (i = 0; i < n; i++)
+			if (c->f[i] == folio)
+				seen[i] = true;
 	}
-	KUNIT_EXPECT_EQ(test, seen, n);
-	for (seen = 0; seen < n; seen++)
-		KUNIT_EXPECT_FALSE(test, list_empty(&c->f[seen]->lru));
+	KUNIT_EXPECT_EQ(test, count, n);
+	for (i = 0; i < n; i++)
+		KUNIT_EXPECT_TRUE_MSG(test, seen[i], "folio %d lost", i);
 }
 
 static void mo_sort(struct kunit *test)
