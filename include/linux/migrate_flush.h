@@ -78,6 +78,16 @@ static inline enum ttu_flags migrate_hugetlb_ttu_flags(struct folio *src,
 }
 #endif
 
+#ifdef CONFIG_MIGRATE_DEFER_FLUSH
+void migrate_defer_flush_pmd(struct mm_struct *mm, pmd_t pmdval,
+			     unsigned long uaddr);
+#else
+static inline void migrate_defer_flush_pmd(struct mm_struct *mm, pmd_t pmdval,
+					   unsigned long uaddr)
+{
+}
+#endif
+
 #ifdef CONFIG_MIGRATE_DEFER_FLUSH_DEBUG
 bool migrate_flush_skip_async_pass(void);
 #else

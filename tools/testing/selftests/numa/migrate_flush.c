@@ -15,7 +15,10 @@
  *
  * The hugetlb variant maps NR_HUGE 2 MiB pages of a hugetlb memfd
  * MAP_SHARED in the same processes: hugetlb folios migrate one at a time,
- * and stock 6.12 flushes once per mapping; deferred, once per folio.
+ * and stock 6.12 flushes once per mapping; deferred, once per folio.  The
+ * thp variant COW-shares NR_HUGE PMD-mapped THPs: stock 6.12 flushes each
+ * PMD as it installs the migration entry, even in an asynchronous batch;
+ * deferred, once per batch (a THP fills a batch of 512 pages).
  *
  * Needs CONFIG_MIGRATE_DEFER_FLUSH_DEBUG, tracefs, three CPUs and two
  * nodes with memory (and free 2 MiB pages there for hugetlb); SKIPs
@@ -165,9 +168,12 @@ static bool pick_cpus(int *cpus, int n)
 
 static unsigned long reader_sink;
 
-/* A reader keeps its mm live on @cpu, touching every page of [buf, +len). */
+/*
+ * A reader keeps its mm live on @cpu, touching every page of [buf, +len)
+ * once and then, if @again, over and over.
+ */
 static pid_t start_reader(const char *buf, unsigned long len, int cpu,
-			  int ready)
+			  int ready, bool again)
 {
 	pid_t pid = fork();
 	unsigned long i, sum = 0;
@@ -181,7 +187,7 @@ static pid_t start_reader(const char *buf, unsigned long len, int cpu,
 	if (write(ready, "r", 1) != 1)
 		_exit(1);
 	for (;;) {
-		for (i = 0; i < len; i += PAGE)
+		for (i = 0; again && i < len; i += PAGE)
 			sum += __atomic_load_n(&buf[i], __ATOMIC_RELAXED);
 		/* Keep the loads: the sum goes somewhere. */
 		__atomic_store_n(&reader_sink, sum, __ATOMIC_RELAXED);
@@ -230,12 +236,16 @@ FIXTURE(mf) {
 
 FIXTURE_VARIANT(mf) {
 	bool hugetlb;
+	bool thp;
+	bool skip_async;	/* through migrate_pages_sync()'s fallback */
+	bool spin;		/* readers touch the pages once, then spin */
 	int nr;			/* folios */
 	unsigned long size;	/* bytes per folio */
 };
 
 /* Base pages, COW-shared: through migrate_pages_sync()'s fallback. */
 FIXTURE_VARIANT_ADD(mf, anon) {
+	.skip_async = true,
 	.nr = NR_PAGES,
 	.size = PAGE,
 };
@@ -243,9 +253,48 @@ FIXTURE_VARIANT_ADD(mf, anon) {
 /* 2 MiB hugetlb pages of a MAP_SHARED memfd. */
 FIXTURE_VARIANT_ADD(mf, hugetlb_shared) {
 	.hugetlb = true,
+	/*
+	 * Readers faulting on the migration entries hold their VMA lock,
+	 * which the hugetlb unmap only trylocks: under an emulator's vCPU
+	 * scheduling every retry can fail.  A spinning reader still keeps
+	 * its mm live on its CPU, so each flush still IPIs it.
+	 */
+	.spin = true,
 	.nr = NR_HUGE,
 	.size = HPAGE,
 };
+
+/* PMD-mapped THPs of anonymous memory, COW-shared with the readers. */
+FIXTURE_VARIANT_ADD(mf, thp) {
+	.thp = true,
+	.nr = NR_HUGE,
+	.size = HPAGE,
+};
+
+/* Anonymous memory, 2 MiB aligned for THPs. */
+static char *map_anon(unsigned long len, bool thp)
+{
+	char *p = mmap(NULL, len + HPAGE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	p = (char *)(((unsigned long)p + HPAGE - 1) & ~(HPAGE - 1));
+	/* Base pages for the anon variant: the count is per folio. */
+	madvise(p, len, thp ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+	return p;
+}
+
+/* kB of this process's anonymous memory mapped by PMDs. */
+static long anon_huge_kb(void)
+{
+	char buf[4096], *p;
+
+	if (nu_read_all("/proc/self/smaps_rollup", buf, sizeof(buf)) <= 0)
+		return -1;
+	p = strstr(buf, "AnonHugePages:");
+	return p ? atol(p + strlen("AnonHugePages:")) : -1;
+}
 
 /* Map the buffer on @from; NULL (and errno) if hugetlb has no pages. */
 static char *map_buf(const FIXTURE_VARIANT(mf) *v, unsigned long len)
@@ -253,14 +302,8 @@ static char *map_buf(const FIXTURE_VARIANT(mf) *v, unsigned long len)
 	char *p;
 	int fd;
 
-	if (!v->hugetlb) {
-		p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		/* Base pages: the count is per folio. */
-		if (p != MAP_FAILED)
-			madvise(p, len, MADV_NOHUGEPAGE);
-		return p == MAP_FAILED ? NULL : p;
-	}
+	if (!v->hugetlb)
+		return map_anon(len, v->thp);
 	fd = memfd_create("migrate_flush", MFD_HUGETLB | MFD_HUGE_2MB);
 	if (fd < 0)
 		return NULL;
@@ -309,24 +352,28 @@ FIXTURE_SETUP(mf)
 		SKIP(return, "no 2 MiB hugetlb memfd: %s", strerror(errno));
 	}
 	ASSERT_NE(NULL, self->buf);
-	/* ROCM would move these read-only COW pages without an unmap. */
-	if (nu_read_str(ROCM, self->rocm, sizeof(self->rocm)) >= 0)
-		ASSERT_EQ(0, nu_write_str(ROCM, "0"));
 	mask = 1UL << self->from;
 	ASSERT_EQ(0, nu_mbind(self->buf, self->len, MPOL_BIND, &mask,
 			      NU_MAX_NODES, 0));
 	for (i = 0; i < (int)self->len; i++)
 		self->buf[i] = (char)(i * 7 + i / PAGE);
+	if (variant->thp && anon_huge_kb() < (long)(self->len >> 10))
+		SKIP(return, "no PMD-mapped THPs (%ld kB; THP disabled?)",
+		     anon_huge_kb());
+	/* ROCM would move these read-only COW pages without an unmap. */
+	if (nu_read_str(ROCM, self->rocm, sizeof(self->rocm)) >= 0)
+		ASSERT_EQ(0, nu_write_str(ROCM, "0"));
 	ASSERT_EQ(0, pipe(ready));
 	for (i = 0; i < NR_READERS; i++)
 		self->readers[i] = start_reader(self->buf, self->len,
-						cpus[i + 1], ready[1]);
+						cpus[i + 1], ready[1],
+						!variant->spin);
 	for (i = 0; i < NR_READERS; i++)
 		ASSERT_EQ(1, read(ready[0], &c, 1));
 	close(ready[0]);
 	close(ready[1]);
 	usleep(100 * 1000);
-	ASSERT_EQ(0, nu_write_str(SKIP_ASYNC, "1"));
+	ASSERT_EQ(0, nu_write_str(SKIP_ASYNC, variant->skip_async ? "1" : "0"));
 }
 
 FIXTURE_TEARDOWN(mf)
