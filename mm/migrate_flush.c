@@ -36,6 +36,7 @@
  */
 
 #include <linux/debugfs.h>
+#include <linux/delay.h>
 #include <linux/init.h>
 #include <linux/migrate_flush.h>
 #include <linux/sysctl.h>
@@ -55,6 +56,7 @@ static struct ctl_table migrate_flush_sysctls[] = {
 
 #ifdef CONFIG_MIGRATE_DEFER_FLUSH_DEBUG
 static bool skip_async_pass;
+static u32 flush_delay_ms;
 
 /*
  * Test knob: migrate_pages_sync() skips its async batch pass, so every
@@ -66,11 +68,25 @@ bool migrate_flush_skip_async_pass(void)
 	return READ_ONCE(skip_async_pass);
 }
 
+/*
+ * Test knob: migrate_pages_batch() sleeps this long between unmapping a
+ * batch and its flush, so a test can act inside the window in which
+ * other CPUs may still cache the unmapped entries.
+ */
+void migrate_flush_debug_delay(void)
+{
+	u32 ms = READ_ONCE(flush_delay_ms);
+
+	if (ms)
+		msleep(min(ms, 10000U));
+}
+
 static void __init migrate_flush_debugfs_init(void)
 {
 	struct dentry *dir = debugfs_create_dir("migrate_flush", NULL);
 
 	debugfs_create_bool("skip_async_pass", 0600, dir, &skip_async_pass);
+	debugfs_create_u32("flush_delay_ms", 0600, dir, &flush_delay_ms);
 }
 #else
 static inline void migrate_flush_debugfs_init(void)

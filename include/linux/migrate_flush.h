@@ -90,10 +90,15 @@ static inline void migrate_defer_flush_pmd(struct mm_struct *mm, pmd_t pmdval,
 
 #ifdef CONFIG_MIGRATE_DEFER_FLUSH_DEBUG
 bool migrate_flush_skip_async_pass(void);
+void migrate_flush_debug_delay(void);
 #else
 static inline bool migrate_flush_skip_async_pass(void)
 {
 	return false;
+}
+
+static inline void migrate_flush_debug_delay(void)
+{
 }
 #endif
 

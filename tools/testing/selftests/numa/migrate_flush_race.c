@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * migrate_flush_race: no write through a stale TLB entry after mprotect()
+ * or munmap() returns while a THP's migration has its flush deferred.
+ *
+ * With vm.migrate_defer_flush a PMD-mapped THP is unmapped (its PMD
+ * replaced by a migration entry) and the TLB flush is queued until the
+ * batch is copied, so a writer on another CPU may keep storing through
+ * its cached entry meanwhile.  That is fine until someone changes the
+ * mapping: mprotect(PROT_READ) or munmap() of the range must not return
+ * while such an entry can still be used, or the writer goes on storing
+ * after the call (change_huge_pmd() and zap_huge_pmd() call
+ * flush_tlb_batched_pending() for this).
+ *
+ * The debugfs knob migrate_flush/flush_delay_ms holds the batch in that
+ * window; the test waits until pagemap shows the migration entry, checks
+ * that the writer still stores (the flush is deferred), calls mprotect()
+ * or munmap(), and then counts the writer's stores: none may follow.
+ *
+ * Needs CONFIG_MIGRATE_DEFER_FLUSH_DEBUG, THP, three CPUs and two nodes
+ * with memory; SKIPs otherwise.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <fcntl.h>
+#include <linux/mempolicy.h>
+#include <sys/mman.h>
+
+#include "../kselftest_harness.h"
+#include "numa_util.h"
+
+#define SYSCTL		"/proc/sys/vm/migrate_defer_flush"
+#define DELAY		"/sys/kernel/debug/migrate_flush/flush_delay_ms"
+#define NUMAB		"/proc/sys/kernel/numa_balancing"
+#define HPAGE		(2UL << 20)
+#define PAGE		4096UL
+#define DELAY_MS	"300"
+
+static char *w_buf;
+static unsigned long w_stores;
+static int w_stop, w_faulted;
+static sigjmp_buf w_jmp;
+
+static void w_segv(int sig)
+{
+	siglongjmp(w_jmp, 1);
+}
+
+static void pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
+/* Store into the THP until told to stop or the store faults. */
+static void *writer(void *arg)
+{
+	unsigned long i = 0;
+
+	pin(*(int *)arg);
+	if (sigsetjmp(w_jmp, 1)) {
+		__atomic_store_n(&w_faulted, 1, __ATOMIC_RELEASE);
+		return NULL;
+	}
+	while (!__atomic_load_n(&w_stop, __ATOMIC_ACQUIRE)) {
+		__atomic_store_n(&w_buf[64], (char)i++, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&w_stores, 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+struct mover {
+	char *buf;
+	int node, cpu;
+	long ret;
+};
+
+static void *mover(void *arg)
+{
+	struct mover *m = arg;
+	void *page = m->buf;
+	int status;
+
+	pin(m->cpu);
+	m->ret = nu_move_pages(0, 1, &page, &m->node, &status, MPOL_MF_MOVE);
+	return NULL;
+}
+
+/* Is the PMD at @p a migration (swap) entry?  pagemap bit 62. */
+static bool migrating(int pagemap, const void *p)
+{
+	uint64_t e;
+
+	if (pread(pagemap, &e, sizeof(e), (uintptr_t)p / PAGE * sizeof(e)) !=
+	    sizeof(e))
+		return false;
+	return (e >> 62) & 1;
+}
+
+static long anon_huge_kb(void)
+{
+	char buf[4096], *p;
+
+	if (nu_read_all("/proc/self/smaps_rollup", buf, sizeof(buf)) <= 0)
+		return -1;
+	p = strstr(buf, "AnonHugePages:");
+	return p ? atol(p + strlen("AnonHugePages:")) : -1;
+}
+
+FIXTURE(race) {
+	int cpus[3], from, to, pagemap;
+	char defer[8], numab[8];
+};
+
+FIXTURE_VARIANT(race) {
+	bool unmap;		/* munmap() instead of mprotect(PROT_READ) */
+};
+
+FIXTURE_VARIANT_ADD(race, mprotect) {
+	.unmap = false,
+};
+
+FIXTURE_VARIANT_ADD(race, munmap) {
+	.unmap = true,
+};
+
+FIXTURE_SETUP(race)
+{
+	struct nu_topo topo;
+	cpu_set_t set;
+	int cpu, n = 0;
+
+	self->numab[0] = '\0';
+	self->pagemap = -1;
+	if (access(DELAY, W_OK) ||
+	    nu_read_str(SYSCTL, self->defer, sizeof(self->defer)) < 0)
+		SKIP(return, "no %s (CONFIG_MIGRATE_DEFER_FLUSH_DEBUG)", DELAY);
+	if (nu_topo_read(&topo) || topo.nr_eligible < 2)
+		SKIP(return, "needs two nodes with memory");
+	self->from = topo.node[topo.eligible[0]].id;
+	self->to = topo.node[topo.eligible[1]].id;
+	ASSERT_EQ(0, sched_getaffinity(0, sizeof(set), &set));
+	for (cpu = 0; cpu < CPU_SETSIZE && n < 3; cpu++)
+		if (CPU_ISSET(cpu, &set))
+			self->cpus[n++] = cpu;
+	if (n < 3)
+		SKIP(return, "needs three CPUs");
+	self->pagemap = open("/proc/self/pagemap", O_RDONLY);
+	ASSERT_LE(0, self->pagemap);
+	/* NUMA scanning's mprotect would flush the window away early */
+	if (nu_read_str(NUMAB, self->numab, sizeof(self->numab)) >= 0)
+		nu_write_str(NUMAB, "0");
+	ASSERT_EQ(0, nu_write_str(SYSCTL, "1"));
+	ASSERT_EQ(0, nu_write_str(DELAY, DELAY_MS));
+}
+
+FIXTURE_TEARDOWN(race)
+{
+	nu_write_str(DELAY, "0");
+	if (self->numab[0])
+		nu_write_str(NUMAB, self->numab);
+	if (self->defer[0])
+		nu_write_str(SYSCTL, self->defer);
+	if (self->pagemap >= 0)
+		close(self->pagemap);
+}
+
+/* A 2 MiB aligned THP on @node, filled; NULL if none could be had. */
+static char *thp_on(int node, char **map)
+{
+	unsigned long mask = 1UL << node;
+	char *buf;
+
+	*map = mmap(NULL, 2 * HPAGE, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (*map == MAP_FAILED)
+		return NULL;
+	buf = (char *)(((uintptr_t)*map + HPAGE - 1) & ~(HPAGE - 1));
+	if (madvise(buf, HPAGE, MADV_HUGEPAGE) ||
+	    nu_mbind(buf, HPAGE, MPOL_BIND, &mask, NU_MAX_NODES, 0))
+		return NULL;
+	memset(buf, 1, HPAGE);
+	return anon_huge_kb() >= (long)(HPAGE >> 10) ? buf : NULL;
+}
+
+enum outcome { IN_WINDOW, NO_WINDOW, NO_THP };
+
+struct result {
+	unsigned long after;	/* stores counted after the call returned */
+	int faulted;		/* the writer's store faulted afterwards */
+	long moved;		/* move_pages() result */
+};
+
+/* Wait for the migration entry with the writer still storing. */
+static bool window_open(int pagemap, char *buf)
+{
+	unsigned long before;
+	int i;
+
+	for (i = 0; i < 2000 && !migrating(pagemap, buf); i++)
+		usleep(500);
+	before = __atomic_load_n(&w_stores, __ATOMIC_ACQUIRE);
+	usleep(20 * 1000);
+	/*
+	 * A context switch on the writer's CPU can drop its TLB entry
+	 * early; then there is no stale entry to test, try again.
+	 */
+	return migrating(pagemap, buf) &&
+	       before < __atomic_load_n(&w_stores, __ATOMIC_ACQUIRE);
+}
+
+/* One try: writer, mover, the call inside the window. */
+static enum outcome attempt(FIXTURE_DATA(race) *self, bool unmap,
+			    struct result *r)
+{
+	struct mover m = { .node = self->to, .cpu = self->cpus[2] };
+	enum outcome out = IN_WINDOW;
+	unsigned long at_return;
+	pthread_t wt, mt;
+	char *map;
+
+	w_buf = thp_on(self->from, &map);
+	if (!w_buf) {
+		munmap(map, 2 * HPAGE);
+		return NO_THP;
+	}
+	m.buf = w_buf;
+	w_stores = 0;
+	w_stop = 0;
+	w_faulted = 0;
+	pthread_create(&wt, NULL, writer, &self->cpus[1]);
+	while (__atomic_load_n(&w_stores, __ATOMIC_ACQUIRE) < 1000)
+		;
+	pthread_create(&mt, NULL, mover, &m);
+	if (window_open(self->pagemap, w_buf)) {
+		if (unmap)
+			munmap(w_buf, HPAGE);
+		else
+			mprotect(w_buf, HPAGE, PROT_READ);
+		at_return = __atomic_load_n(&w_stores, __ATOMIC_ACQUIRE);
+		usleep(50 * 1000);
+		r->after = __atomic_load_n(&w_stores, __ATOMIC_ACQUIRE) -
+			   at_return;
+	} else {
+		out = NO_WINDOW;
+	}
+	__atomic_store_n(&w_stop, 1, __ATOMIC_RELEASE);
+	pthread_join(wt, NULL);
+	pthread_join(mt, NULL);
+	r->faulted = __atomic_load_n(&w_faulted, __ATOMIC_ACQUIRE);
+	r->moved = m.ret;
+	munmap(map, 2 * HPAGE);
+	return out;
+}
+
+TEST_F(race, no_store_after_return)
+{
+	struct sigaction sa = { .sa_handler = w_segv };
+	struct result r = { };
+	enum outcome out = NO_WINDOW;
+	int tries;
+
+	ASSERT_EQ(0, sigaction(SIGSEGV, &sa, NULL));
+	pin(self->cpus[0]);
+	for (tries = 0; tries < 5 && out == NO_WINDOW; tries++)
+		out = attempt(self, variant->unmap, &r);
+	if (out == NO_THP)
+		SKIP(return, "no PMD-mapped THP (THP disabled?)");
+	if (out == NO_WINDOW)
+		SKIP(return, "never caught the writer storing through a deferred flush");
+	TH_LOG("%s: %lu stores after it returned (try %d, writer faulted: %d)",
+	       variant->unmap ? "munmap" : "mprotect", r.after, tries,
+	       r.faulted);
+	/* one store may have been counted just after it landed */
+	EXPECT_LE(r.after, 1);
+	/* after the call the writer's next store faulted */
+	EXPECT_TRUE(r.faulted);
+	EXPECT_LE(0, r.moved);
+}
+
+TEST_HARNESS_MAIN
