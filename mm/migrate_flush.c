@@ -38,10 +38,95 @@
 #include <linux/debugfs.h>
 #include <linux/delay.h>
 #include <linux/init.h>
+#include <linux/migrate.h>
 #include <linux/migrate_flush.h>
+#include <linux/pagemap.h>
 #include <linux/sysctl.h>
 
 DEFINE_STATIC_KEY_TRUE(migrate_defer_flush_key);
+
+/* At most this many pages in a fallback group, as in an async batch. */
+#define MIGRATE_GROUP_PAGES	512
+
+/* What decides whether a folio may be in a fallback group. */
+struct migrate_group_facts {
+	bool movable_ops;	/* non-LRU movable: its own migrate_page() */
+	bool plain_move;	/* moving it never waits (no buffers, no I/O) */
+	bool locked;		/* somebody holds its lock now */
+	bool writeback;
+};
+
+/*
+ * The rule: every folio of a group must move without waiting on anything,
+ * since it moves while the group's other folios are locked -- anon folios,
+ * and page cache whose ->migrate_folio is migrate_folio() or
+ * filemap_migrate_folio().  The leader may then sleep for its lock and its
+ * writeback, as the per-folio fallback does (it holds nothing else yet);
+ * a follower must be unlocked and not under writeback now, because the
+ * batch will only trylock it.
+ */
+static bool migrate_group_allows(const struct migrate_group_facts *f,
+				 bool leader)
+{
+	if (f->movable_ops || !f->plain_move)
+		return false;
+	return leader || (!f->locked && !f->writeback);
+}
+
+/* The facts of @folio, read without its lock: a heuristic, rechecked. */
+static void migrate_group_facts_of(struct folio *folio,
+				   struct migrate_group_facts *f)
+{
+	struct address_space *mapping = folio_mapping(folio);
+
+	/* as migrate_folio_unmap() reads it: racy, the folio is isolated */
+	f->movable_ops = data_race(__folio_test_movable(folio));
+	f->plain_move = folio_test_anon(folio) || !mapping ||
+			mapping->a_ops->migrate_folio == migrate_folio ||
+			mapping->a_ops->migrate_folio == filemap_migrate_folio;
+	f->locked = folio_test_locked(folio);
+	f->writeback = folio_test_writeback(folio);
+}
+
+static bool migrate_group_ok(struct folio *folio, bool leader)
+{
+	struct migrate_group_facts f;
+
+	migrate_group_facts_of(folio, &f);
+	return migrate_group_allows(&f, leader);
+}
+
+/**
+ * migrate_fallback_group - followers for a synchronous fallback batch
+ * @from: the folios the asynchronous pass left, after the leader
+ * @batch: holds the leader
+ *
+ * migrate_pages_sync() retried each folio the asynchronous pass left in
+ * a batch of its own, one TLB flush round each.  With the static key on,
+ * folios that may share the leader's batch (migrate_group_allows()) move
+ * from @from to @batch, up to MIGRATE_GROUP_PAGES pages, so their flushes
+ * make one round.  Returns how many joined.
+ */
+int migrate_fallback_group(struct list_head *from, struct list_head *batch)
+{
+	struct folio *leader = list_first_entry(batch, struct folio, lru);
+	long nr_pages = folio_nr_pages(leader);
+	struct folio *folio, *next;
+	int joined = 0;
+
+	if (!migrate_defer_flush_enabled() || !migrate_group_ok(leader, true))
+		return 0;
+	list_for_each_entry_safe(folio, next, from, lru) {
+		if (nr_pages + folio_nr_pages(folio) > MIGRATE_GROUP_PAGES)
+			break;
+		if (!migrate_group_ok(folio, false))
+			continue;
+		list_move_tail(&folio->lru, batch);
+		nr_pages += folio_nr_pages(folio);
+		joined++;
+	}
+	return joined;
+}
 
 #ifdef CONFIG_SYSCTL
 static struct ctl_table migrate_flush_sysctls[] = {
@@ -103,3 +188,7 @@ static int __init migrate_flush_init(void)
 	return 0;
 }
 late_initcall(migrate_flush_init);
+
+#ifdef CONFIG_MIGRATE_DEFER_FLUSH_KUNIT_TEST
+#include "tests/migrate_flush_kunit.h"
+#endif

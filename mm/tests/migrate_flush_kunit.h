@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * KUnit tests for the fallback grouping rule of mm/migrate_flush.c: which
+ * folios may share a synchronous fallback batch, and in which mode each
+ * folio of such a batch is unmapped.  Included from mm/migrate_flush.c.
+ */
+#include <kunit/test.h>
+
+/* An anon folio nobody holds: may lead and may follow. */
+static const struct migrate_group_facts mg_plain = { .plain_move = true };
+
+struct mg_case {
+	const char *name;
+	void (*change)(struct migrate_group_facts *f);
+	bool leader;		/* may it lead a group? */
+	bool follower;		/* may it join one? */
+};
+
+static void mg_none(struct migrate_group_facts *f) { }
+
+static void mg_movable_ops(struct migrate_group_facts *f)
+{
+	f->movable_ops = true;
+}
+
+static void mg_waiting_move(struct migrate_group_facts *f)
+{
+	f->plain_move = false;	/* buffer heads, writeout */
+}
+
+static void mg_locked(struct migrate_group_facts *f)
+{
+	f->locked = true;
+}
+
+static void mg_writeback(struct migrate_group_facts *f)
+{
+	f->writeback = true;
+}
+
+static void mg_locked_writeback(struct migrate_group_facts *f)
+{
+	f->locked = true;
+	f->writeback = true;
+}
+
+static const struct mg_case mg_cases[] = {
+	{ "plain",		mg_none,		true,	true },
+	{ "movable_ops",	mg_movable_ops,		false,	false },
+	{ "waiting_move",	mg_waiting_move,	false,	false },
+	/* the leader may sleep for these, a follower may not */
+	{ "locked",		mg_locked,		true,	false },
+	{ "writeback",		mg_writeback,		true,	false },
+	{ "locked_writeback",	mg_locked_writeback,	true,	false },
+};
+
+static void mg_test_rule(struct kunit *test)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(mg_cases); i++) {
+		struct migrate_group_facts f = mg_plain;
+
+		mg_cases[i].change(&f);
+		KUNIT_EXPECT_EQ_MSG(test, migrate_group_allows(&f, true),
+				    mg_cases[i].leader, "%s as leader",
+				    mg_cases[i].name);
+		KUNIT_EXPECT_EQ_MSG(test, migrate_group_allows(&f, false),
+				    mg_cases[i].follower, "%s as follower",
+				    mg_cases[i].name);
+	}
+}
+
+/* Only the first folio locked in a group may wait; a lone folio always. */
+static void mg_test_unmap_mode(struct kunit *test)
+{
+	LIST_HEAD(unmapped);
+	struct list_head one;
+
+	KUNIT_EXPECT_EQ(test, migrate_group_unmap_mode(MIGRATE_SYNC, true,
+						       &unmapped), MIGRATE_SYNC);
+	KUNIT_EXPECT_EQ(test, migrate_group_unmap_mode(MIGRATE_SYNC_LIGHT, true,
+						       &unmapped),
+			MIGRATE_SYNC_LIGHT);
+	list_add(&one, &unmapped);
+	KUNIT_EXPECT_EQ(test, migrate_group_unmap_mode(MIGRATE_SYNC, true,
+						       &unmapped), MIGRATE_ASYNC);
+	KUNIT_EXPECT_EQ(test, migrate_group_unmap_mode(MIGRATE_SYNC, false,
+						       &unmapped), MIGRATE_SYNC);
+	KUNIT_EXPECT_EQ(test, migrate_group_unmap_mode(MIGRATE_ASYNC, false,
+						       &unmapped), MIGRATE_ASYNC);
+}
+
+/* Real folios: an anon-like folio joins, a locked one stays behind. */
+static void mg_test_group(struct kunit *test)
+{
+	struct folio *f[4];
+	LIST_HEAD(from);
+	LIST_HEAD(batch);
+	int i, joined;
+
+	for (i = 0; i < 4; i++) {
+		f[i] = folio_alloc(GFP_KERNEL, 0);
+		if (!f[i]) {
+			while (i--)
+				folio_put(f[i]);
+			kunit_skip(test, "no memory for test folios");
+		}
+	}
+	/* no mapping: moves with migrate_folio(), never waits */
+	list_add_tail(&f[0]->lru, &batch);
+	for (i = 1; i < 4; i++)
+		list_add_tail(&f[i]->lru, &from);
+	folio_lock(f[2]);
+	joined = migrate_fallback_group(&from, &batch);
+	folio_unlock(f[2]);
+	if (migrate_defer_flush_enabled()) {
+		KUNIT_EXPECT_EQ(test, joined, 2);
+		KUNIT_EXPECT_TRUE(test, list_is_singular(&from));
+		KUNIT_EXPECT_PTR_EQ(test, list_first_entry(&from, struct folio, lru),
+				    f[2]);
+	} else {
+		KUNIT_EXPECT_EQ(test, joined, 0);
+	}
+	for (i = 0; i < 4; i++) {
+		list_del(&f[i]->lru);
+		folio_put(f[i]);
+	}
+}
+
+static struct kunit_case migrate_flush_cases[] = {
+	KUNIT_CASE(mg_test_rule),
+	KUNIT_CASE(mg_test_unmap_mode),
+	KUNIT_CASE(mg_test_group),
+	{}
+};
+
+static struct kunit_suite migrate_flush_suite = {
+	.name = "migrate_flush",
+	.test_cases = migrate_flush_cases,
+};
+
+kunit_test_suite(migrate_flush_suite);
