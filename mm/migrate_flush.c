@@ -38,37 +38,41 @@
 #include <linux/debugfs.h>
 #include <linux/delay.h>
 #include <linux/init.h>
-#include <linux/migrate.h>
 #include <linux/migrate_flush.h>
-#include <linux/pagemap.h>
 #include <linux/sysctl.h>
 
 DEFINE_STATIC_KEY_TRUE(migrate_defer_flush_key);
 
 /* At most this many pages in a fallback group, as in an async batch. */
 #define MIGRATE_GROUP_PAGES	512
+/* Stop looking for followers after this many that may not join. */
+#define MIGRATE_GROUP_REJECTS	64
 
 /* What decides whether a folio may be in a fallback group. */
 struct migrate_group_facts {
 	bool movable_ops;	/* non-LRU movable: its own migrate_page() */
-	bool plain_move;	/* moving it never waits (no buffers, no I/O) */
+	bool anon;
+	bool large;
 	bool locked;		/* somebody holds its lock now */
 	bool writeback;
 };
 
 /*
- * The rule: every folio of a group must move without waiting on anything,
- * since it moves while the group's other folios are locked -- anon folios,
- * and page cache whose ->migrate_folio is migrate_folio() or
- * filemap_migrate_folio().  The leader may then sleep for its lock and its
+ * The rule: a group holds order-0 anon folios only.  Their move never
+ * waits (migrate_folio(): no buffer heads, no writeout), which matters
+ * because each moves while the others are locked; they are never split
+ * (a split locks the folio, sleeping in a synchronous batch); and the
+ * rule never has to look at a page-cache mapping, which an unlocked
+ * folio does not pin.  The leader may then sleep for its lock and its
  * writeback, as the per-folio fallback does (it holds nothing else yet);
  * a follower must be unlocked and not under writeback now, because the
- * batch will only trylock it.
+ * batch will only trylock it (and one that meets writeback after all is
+ * given back for a batch of its own).
  */
 static bool migrate_group_allows(const struct migrate_group_facts *f,
 				 bool leader)
 {
-	if (f->movable_ops || !f->plain_move)
+	if (f->movable_ops || !f->anon || f->large)
 		return false;
 	return leader || (!f->locked && !f->writeback);
 }
@@ -77,13 +81,10 @@ static bool migrate_group_allows(const struct migrate_group_facts *f,
 static void migrate_group_facts_of(struct folio *folio,
 				   struct migrate_group_facts *f)
 {
-	struct address_space *mapping = folio_mapping(folio);
-
 	/* as migrate_folio_unmap() reads it: racy, the folio is isolated */
 	f->movable_ops = data_race(__folio_test_movable(folio));
-	f->plain_move = folio_test_anon(folio) || !mapping ||
-			mapping->a_ops->migrate_folio == migrate_folio ||
-			mapping->a_ops->migrate_folio == filemap_migrate_folio;
+	f->anon = folio_test_anon(folio);
+	f->large = folio_test_large(folio);
 	f->locked = folio_test_locked(folio);
 	f->writeback = folio_test_writeback(folio);
 }
@@ -110,19 +111,20 @@ static bool migrate_group_ok(struct folio *folio, bool leader)
 int migrate_fallback_group(struct list_head *from, struct list_head *batch)
 {
 	struct folio *leader = list_first_entry(batch, struct folio, lru);
-	long nr_pages = folio_nr_pages(leader);
+	int joined = 0, rejects = 0;
 	struct folio *folio, *next;
-	int joined = 0;
 
 	if (!migrate_defer_flush_enabled() || !migrate_group_ok(leader, true))
 		return 0;
 	list_for_each_entry_safe(folio, next, from, lru) {
-		if (nr_pages + folio_nr_pages(folio) > MIGRATE_GROUP_PAGES)
+		if (joined + 1 >= MIGRATE_GROUP_PAGES)
 			break;
-		if (!migrate_group_ok(folio, false))
+		if (!migrate_group_ok(folio, false)) {
+			if (++rejects >= MIGRATE_GROUP_REJECTS)
+				break;
 			continue;
+		}
 		list_move_tail(&folio->lru, batch);
-		nr_pages += folio_nr_pages(folio);
 		joined++;
 	}
 	return joined;

@@ -38,6 +38,23 @@ static inline enum ttu_flags migrate_unmap_ttu_flags(enum migrate_mode mode,
 	return 0;
 }
 
+int migrate_fallback_group(struct list_head *from, struct list_head *batch);
+
+/*
+ * The mode migrate_pages_batch() unmaps the next folio of a batch in.  In
+ * a fallback group (@grouped) only a folio locked while no other folio is
+ * (@unmapped empty) may sleep on its lock or its writeback; after that
+ * the batch only trylocks, so it never waits on one folio while holding
+ * another (a follower under writeback is then given back, see
+ * migrate_folio_unmap()).
+ */
+static inline enum migrate_mode migrate_group_unmap_mode(enum migrate_mode mode,
+							 bool grouped,
+							 struct list_head *unmapped)
+{
+	return grouped && !list_empty(unmapped) ? MIGRATE_ASYNC : mode;
+}
+
 /*
  * try_to_migrate() flags for a hugetlb folio, given the @ttu that
  * unmap_and_move_huge_page() chose.  Every path that can modify or remove
@@ -51,22 +68,6 @@ static inline enum ttu_flags migrate_unmap_ttu_flags(enum migrate_mode mode,
  * secondary-TLB range, while arm64 and riscv queue a PAGE_SIZE range that
  * need not cover a huge entry.
  */
-int migrate_fallback_group(struct list_head *from, struct list_head *batch);
-
-/*
- * The mode migrate_pages_batch() unmaps the next folio of a batch in.  In
- * a fallback group (@grouped) only a folio locked while no other folio is
- * (@unmapped empty) may sleep on its lock or its writeback; after that
- * the batch only trylocks, so it never waits on one folio while holding
- * another.
- */
-static inline enum migrate_mode migrate_group_unmap_mode(enum migrate_mode mode,
-							 bool grouped,
-							 struct list_head *unmapped)
-{
-	return grouped && !list_empty(unmapped) ? MIGRATE_ASYNC : mode;
-}
-
 static inline enum ttu_flags migrate_hugetlb_ttu_flags(struct folio *src,
 						       enum ttu_flags ttu)
 {

@@ -9,7 +9,7 @@
 #include <linux/list.h>
 
 #ifdef CONFIG_MIGRATE_ORDER
-DECLARE_STATIC_KEY_TRUE(migrate_order_enabled);
+DECLARE_STATIC_KEY_FALSE(migrate_order_enabled);
 
 void __migrate_order_batch(struct list_head *folios);
 
@@ -20,7 +20,7 @@ void __migrate_order_batch(struct list_head *folios);
  */
 static inline void migrate_order_batch(struct list_head *folios)
 {
-	if (static_branch_likely(&migrate_order_enabled))
+	if (static_branch_unlikely(&migrate_order_enabled))
 		__migrate_order_batch(folios);
 }
 #else

@@ -6,8 +6,8 @@
  */
 #include <kunit/test.h>
 
-/* An anon folio nobody holds: may lead and may follow. */
-static const struct migrate_group_facts mg_plain = { .plain_move = true };
+/* An order-0 anon folio nobody holds: may lead and may follow. */
+static const struct migrate_group_facts mg_plain = { .anon = true };
 
 struct mg_case {
 	const char *name;
@@ -23,9 +23,14 @@ static void mg_movable_ops(struct migrate_group_facts *f)
 	f->movable_ops = true;
 }
 
-static void mg_waiting_move(struct migrate_group_facts *f)
+static void mg_page_cache(struct migrate_group_facts *f)
 {
-	f->plain_move = false;	/* buffer heads, writeout */
+	f->anon = false;	/* its move may wait; its mapping is unpinned */
+}
+
+static void mg_large(struct migrate_group_facts *f)
+{
+	f->large = true;	/* a split would sleep on its lock */
 }
 
 static void mg_locked(struct migrate_group_facts *f)
@@ -47,7 +52,8 @@ static void mg_locked_writeback(struct migrate_group_facts *f)
 static const struct mg_case mg_cases[] = {
 	{ "plain",		mg_none,		true,	true },
 	{ "movable_ops",	mg_movable_ops,		false,	false },
-	{ "waiting_move",	mg_waiting_move,	false,	false },
+	{ "page_cache",		mg_page_cache,		false,	false },
+	{ "large",		mg_large,		false,	false },
 	/* the leader may sleep for these, a follower may not */
 	{ "locked",		mg_locked,		true,	false },
 	{ "writeback",		mg_writeback,		true,	false },
@@ -91,39 +97,55 @@ static void mg_test_unmap_mode(struct kunit *test)
 						       &unmapped), MIGRATE_ASYNC);
 }
 
-/* Real folios: an anon-like folio joins, a locked one stays behind. */
+/* Stands in for an anon_vma: only its address is used. */
+static unsigned long mg_anon_vma __aligned(8);
+
+/*
+ * Real folios marked anon: unlocked ones join, a locked one and a page
+ * without the anon mark stay behind.
+ */
 static void mg_test_group(struct kunit *test)
 {
-	struct folio *f[4];
+	struct folio *f[5];
 	LIST_HEAD(from);
 	LIST_HEAD(batch);
 	int i, joined;
+	bool on;
 
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < 5; i++) {
 		f[i] = folio_alloc(GFP_KERNEL, 0);
 		if (!f[i]) {
 			while (i--)
 				folio_put(f[i]);
 			kunit_skip(test, "no memory for test folios");
 		}
+		/* not on the LRU: compaction passes them by */
+		if (i < 4)
+			f[i]->mapping = (struct address_space *)
+				((unsigned long)&mg_anon_vma | PAGE_MAPPING_ANON);
 	}
-	/* no mapping: moves with migrate_folio(), never waits */
 	list_add_tail(&f[0]->lru, &batch);
-	for (i = 1; i < 4; i++)
+	for (i = 1; i < 5; i++)
 		list_add_tail(&f[i]->lru, &from);
 	folio_lock(f[2]);
+	on = migrate_defer_flush_enabled();
 	joined = migrate_fallback_group(&from, &batch);
 	folio_unlock(f[2]);
-	if (migrate_defer_flush_enabled()) {
+	if (on) {
+		/* f[1] and f[3] joined; locked f[2], page-cache f[4] did not */
 		KUNIT_EXPECT_EQ(test, joined, 2);
-		KUNIT_EXPECT_TRUE(test, list_is_singular(&from));
 		KUNIT_EXPECT_PTR_EQ(test, list_first_entry(&from, struct folio, lru),
 				    f[2]);
+		KUNIT_EXPECT_PTR_EQ(test, list_last_entry(&from, struct folio, lru),
+				    f[4]);
+		KUNIT_EXPECT_PTR_EQ(test, list_last_entry(&batch, struct folio, lru),
+				    f[3]);
 	} else {
 		KUNIT_EXPECT_EQ(test, joined, 0);
 	}
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < 5; i++) {
 		list_del(&f[i]->lru);
+		f[i]->mapping = NULL;
 		folio_put(f[i]);
 	}
 }

@@ -754,9 +754,9 @@ static void run_variant(const struct variant *v, const struct load *ld,
 		munmap(bybuf, 1 << 20);
 	}
 	o->ipis = ipi0 >= 0 ? tlb_ipis() - ipi0 : -1;
-	/* leave ROCM off as the other variants expect, the order at default */
+	/* leave the feature off, as the other variants expect */
 	if (knob_sysctl())
-		knob_set(knob_kind == KNOB_ORDER);
+		knob_set(false);
 	if (mode != KNOB_OFF && have_stages && knob_kind != KNOB_NONE) {
 		nu_read_all(STAGES_FILE, o->stages, sizeof(o->stages));
 		stages_cmd("0");
