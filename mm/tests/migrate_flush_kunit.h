@@ -115,8 +115,10 @@ static void mg_test_group(struct kunit *test)
 	for (i = 0; i < 5; i++) {
 		f[i] = folio_alloc(GFP_KERNEL, 0);
 		if (!f[i]) {
-			while (i--)
+			while (i--) {
+				f[i]->mapping = NULL;
 				folio_put(f[i]);
+			}
 			kunit_skip(test, "no memory for test folios");
 		}
 		/* not on the LRU: compaction passes them by */

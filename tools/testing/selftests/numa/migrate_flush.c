@@ -20,6 +20,11 @@
  * PMD as it installs the migration entry, even in an asynchronous batch;
  * deferred, once per batch (a THP fills a batch of 512 pages).
  *
+ * pinned_followers pins a run of the pages (gup_test) so that they stay
+ * busy in a fallback group: they must be given back and fail on their
+ * own exactly as the per-folio fallback fails them -- the same
+ * move_pages() result, the same pages left, the same pgmigrate_fail.
+ *
  * Needs CONFIG_MIGRATE_DEFER_FLUSH_DEBUG, tracefs, three CPUs and two
  * nodes with memory (and free 2 MiB pages there for hugetlb); SKIPs
  * otherwise.
@@ -34,11 +39,13 @@
 #include <string.h>
 #include <unistd.h>
 #include <linux/mempolicy.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 
 #include "../kselftest_harness.h"
 #include "numa_util.h"
+#include "../../../../mm/gup_test.h"
 
 #define SYSCTL		"/proc/sys/vm/migrate_defer_flush"
 #define ROCM		"/proc/sys/vm/migrate_rocm"
@@ -479,6 +486,90 @@ TEST_F(mf, rounds)
 	 */
 	EXPECT_LE(on, variant->max_on);
 	EXPECT_LE(variant->min_on, on);
+}
+
+#define PIN_FIRST	8
+#define NR_PINNED	8
+
+/* Move every page to @to; give the move_pages() result, pages left. */
+static long move_round(char *buf, int to, int *status, long *fails)
+{
+	void *pages[NR_PAGES];
+	int nodes[NR_PAGES], i;
+	long before = nu_vmstat("pgmigrate_fail"), ret;
+
+	for (i = 0; i < NR_PAGES; i++) {
+		pages[i] = buf + i * PAGE;
+		nodes[i] = to;
+	}
+	ret = nu_move_pages_where(0, NR_PAGES, pages, nodes, status,
+				  MPOL_MF_MOVE);
+	*fails = nu_vmstat("pgmigrate_fail") - before;
+	return ret;
+}
+
+TEST(pinned_followers)
+{
+	struct pin_longterm_test pin = {
+		.flags = PIN_LONGTERM_TEST_FLAG_USE_WRITE,
+	};
+	int status[2][NR_PAGES], where[NR_PAGES], i, k, gup;
+	long ret[2], fails[2];
+	struct nu_topo topo;
+	unsigned long mask;
+	char rocm[8] = "";
+	char *buf;
+
+	if (access(SKIP_ASYNC, W_OK) || access(SYSCTL, W_OK))
+		SKIP(return, "no %s (CONFIG_MIGRATE_DEFER_FLUSH_DEBUG)", SKIP_ASYNC);
+	gup = open("/sys/kernel/debug/gup_test", O_RDWR);
+	if (gup < 0)
+		SKIP(return, "no /sys/kernel/debug/gup_test (CONFIG_GUP_TEST)");
+	if (nu_topo_read(&topo) || topo.nr_eligible < 2)
+		SKIP(return, "needs two nodes with memory");
+	buf = mmap(NULL, NR_PAGES * PAGE, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, buf);
+	madvise(buf, NR_PAGES * PAGE, MADV_NOHUGEPAGE);
+	mask = 1UL << topo.node[topo.eligible[0]].id;
+	ASSERT_EQ(0, nu_mbind(buf, NR_PAGES * PAGE, MPOL_BIND, &mask,
+			      NU_MAX_NODES, 0));
+	for (i = 0; i < (int)(NR_PAGES * PAGE); i++)
+		buf[i] = (char)(i * 7 + i / PAGE);
+	pin.addr = (unsigned long)buf + PIN_FIRST * PAGE;
+	pin.size = NR_PINNED * PAGE;
+	ASSERT_EQ(0, ioctl(gup, PIN_LONGTERM_TEST_START, &pin));
+	if (nu_read_str(ROCM, rocm, sizeof(rocm)) >= 0)
+		nu_write_str(ROCM, "0");
+	nu_write_str(SKIP_ASYNC, "1");
+
+	for (k = 0; k < 2; k++) {
+		long dummy;
+
+		nu_write_str(SYSCTL, k ? "1" : "0");
+		ret[k] = move_round(buf, topo.node[topo.eligible[1]].id,
+				    status[k], &fails[k]);
+		/* back for the next round; the pinned pages stay anyway */
+		move_round(buf, topo.node[topo.eligible[0]].id, where, &dummy);
+	}
+	nu_write_str(SKIP_ASYNC, "0");
+	nu_write_str(SYSCTL, "1");
+	if (rocm[0])
+		nu_write_str(ROCM, rocm);
+	ioctl(gup, PIN_LONGTERM_TEST_STOP);
+	close(gup);
+
+	TH_LOG("%d pinned of %d: move_pages() %ld / %ld left, pgmigrate_fail +%ld / +%ld (stock / grouped)",
+	       NR_PINNED, NR_PAGES, ret[0], ret[1], fails[0], fails[1]);
+	if (!ret[0])
+		SKIP(return, "the pin moved the pinned pages to the target");
+	EXPECT_EQ(NR_PINNED, ret[0]);
+	EXPECT_EQ(ret[0], ret[1]);
+	EXPECT_EQ(fails[0], fails[1]);
+	for (i = 0; i < NR_PAGES; i++)
+		EXPECT_EQ(status[0][i], status[1][i]) TH_LOG("page %d", i);
+	EXPECT_TRUE(intact(buf, NR_PAGES * PAGE));
+	munmap(buf, NR_PAGES * PAGE);
 }
 
 TEST_HARNESS_MAIN
