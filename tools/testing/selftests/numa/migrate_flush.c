@@ -303,17 +303,6 @@ static char *map_anon(unsigned long len, bool thp)
 	return p;
 }
 
-/* kB of this process's anonymous memory mapped by PMDs. */
-static long anon_huge_kb(void)
-{
-	char buf[4096], *p;
-
-	if (nu_read_all("/proc/self/smaps_rollup", buf, sizeof(buf)) <= 0)
-		return -1;
-	p = strstr(buf, "AnonHugePages:");
-	return p ? atol(p + strlen("AnonHugePages:")) : -1;
-}
-
 /* Map the buffer on @from; NULL (and errno) if hugetlb has no pages. */
 static char *map_buf(const FIXTURE_VARIANT(mf) *v, unsigned long len)
 {
@@ -375,9 +364,9 @@ FIXTURE_SETUP(mf)
 			      NU_MAX_NODES, 0));
 	for (i = 0; i < (int)self->len; i++)
 		self->buf[i] = (char)(i * 7 + i / PAGE);
-	if (variant->thp && anon_huge_kb() < (long)(self->len >> 10))
+	if (variant->thp && nu_anon_huge_kb() < (long)(self->len >> 10))
 		SKIP(return, "no PMD-mapped THPs (%ld kB; THP disabled?)",
-		     anon_huge_kb());
+		     nu_anon_huge_kb());
 	/* ROCM would move these read-only COW pages without an unmap. */
 	if (nu_read_str(ROCM, self->rocm, sizeof(self->rocm)) >= 0)
 		ASSERT_EQ(0, nu_write_str(ROCM, "0"));
@@ -463,10 +452,10 @@ TEST_F(mf, rounds)
 
 	off = rounds_moving(_metadata, self, variant, self->to, "0");
 	/* a THP split for want of a 2 MiB page on the target counts apart */
-	if (variant->thp && anon_huge_kb() < (long)(self->len >> 10))
+	if (variant->thp && nu_anon_huge_kb() < (long)(self->len >> 10))
 		SKIP(return, "THPs were split on migration");
 	on = rounds_moving(_metadata, self, variant, self->from, "1");
-	if (variant->thp && anon_huge_kb() < (long)(self->len >> 10))
+	if (variant->thp && nu_anon_huge_kb() < (long)(self->len >> 10))
 		SKIP(return, "THPs were split on migration");
 	TH_LOG("%d folios mapped by %d readers on other CPUs: %ld rounds stock, %ld deferred",
 	       variant->nr, NR_READERS, off, on);

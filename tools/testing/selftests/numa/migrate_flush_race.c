@@ -109,16 +109,6 @@ static bool migrating(int pagemap, const void *p)
 	return (e >> 62) & 1;
 }
 
-static long anon_huge_kb(void)
-{
-	char buf[4096], *p;
-
-	if (nu_read_all("/proc/self/smaps_rollup", buf, sizeof(buf)) <= 0)
-		return -1;
-	p = strstr(buf, "AnonHugePages:");
-	return p ? atol(p + strlen("AnonHugePages:")) : -1;
-}
-
 FIXTURE(race) {
 	int cpus[3], from, to, pagemap;
 	char defer[8], numab[8];
@@ -192,7 +182,7 @@ static char *thp_on(int node, char **map)
 	    nu_mbind(buf, HPAGE, MPOL_BIND, &mask, NU_MAX_NODES, 0))
 		return NULL;
 	memset(buf, 1, HPAGE);
-	return anon_huge_kb() >= (long)(HPAGE >> 10) ? buf : NULL;
+	return nu_anon_huge_kb() >= (long)(HPAGE >> 10) ? buf : NULL;
 }
 
 enum outcome { IN_WINDOW, NO_WINDOW, NO_THP };

@@ -357,6 +357,16 @@ long long nu_vmstat(const char *name)
 	return ret;
 }
 
+long nu_anon_huge_kb(void)
+{
+	char buf[4096], *p;
+
+	if (nu_read_all("/proc/self/smaps_rollup", buf, sizeof(buf)) <= 0)
+		return -1;
+	p = strstr(buf, "AnonHugePages:");
+	return p ? atol(p + strlen("AnonHugePages:")) : -1;
+}
+
 bool nu_in_vm(void)
 {
 	char line[4096];

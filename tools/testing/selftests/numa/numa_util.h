@@ -87,6 +87,8 @@ long nu_read_all(const char *path, char *buf, size_t len);
 long long nu_read_ll(const char *path);
 int nu_write_str(const char *path, const char *val);
 long long nu_vmstat(const char *name);
+/* kB of this process's anonymous memory mapped by PMDs; -1 if unknown. */
+long nu_anon_huge_kb(void);
 
 /*
  * Fork @n children that each run @fn(@arg) -- e.g. read a buffer so that
