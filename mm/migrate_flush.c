@@ -157,8 +157,9 @@ bool migrate_flush_skip_async_pass(void)
 
 /*
  * Test knob: migrate_pages_batch() sleeps this long between unmapping a
- * batch and its flush, so a test can act inside the window in which
- * other CPUs may still cache the unmapped entries.
+ * batch and its flush, and unmap_and_move_huge_page() between unmapping a
+ * hugetlb folio and its flush, so a test can act inside the window in
+ * which other CPUs may still cache the unmapped entries.
  */
 void migrate_flush_debug_delay(void)
 {

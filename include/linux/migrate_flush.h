@@ -57,14 +57,17 @@ static inline enum migrate_mode migrate_group_unmap_mode(enum migrate_mode mode,
 
 /*
  * try_to_migrate() flags for a hugetlb folio, given the @ttu that
- * unmap_and_move_huge_page() chose.  Every path that can modify or remove
- * a migration entry of a file hugetlb folio, or unshare or free the table
- * that holds it (mprotect and uffd-wp, zap, mremap, truncation,
- * PAGEMAP_SCAN), takes the file's i_mmap_rwsem for write; the folio's
- * migration holds that rwsem (TTU_RMAP_LOCKED) until after its flush, so
- * none of them can act on the migration entries while a TLB still caches
- * the old page.  Anon hugetlb has no such exclusion and flushes per entry.
- * x86 only: its queued flush invalidates whole TLBs and the whole
+ * unmap_and_move_huge_page() chose: queue the flushes of a folio mapped
+ * more than once, which unmap_and_move_huge_page() runs as one round
+ * right after try_to_migrate().  Of the hugetlb walkers that can modify
+ * or remove a migration entry and return to user space,
+ * hugetlb_change_protection() and move_hugetlb_page_tables() flush their
+ * whole range before returning, and __unmap_hugepage_range() (munmap,
+ * MADV_DONTNEED, truncation), which records no range for such an entry,
+ * calls flush_tlb_batched_pending() under the entry's lock; for a file
+ * folio all of them also wait for the i_mmap_rwsem that its migration
+ * holds until after the flush.  x86
+ * only: its queued flush invalidates whole TLBs and the whole
  * secondary-TLB range, while arm64 and riscv queue a PAGE_SIZE range that
  * need not cover a huge entry.
  */
@@ -72,7 +75,7 @@ static inline enum ttu_flags migrate_hugetlb_ttu_flags(struct folio *src,
 						       enum ttu_flags ttu)
 {
 	if (IS_ENABLED(CONFIG_X86) && migrate_defer_flush_enabled() &&
-	    (ttu & TTU_RMAP_LOCKED) && folio_mapcount(src) > 1)
+	    folio_mapcount(src) > 1)
 		return ttu | TTU_BATCH_FLUSH;
 	return ttu;
 }

@@ -13,9 +13,10 @@
  * tlb:tlb_flush tracepoint with reason TLB_REMOTE_SEND_IPI, filtered on
  * the migrating task, counts each round of shootdown IPIs exactly (x86).
  *
- * The hugetlb variant maps NR_HUGE 2 MiB pages of a hugetlb memfd
- * MAP_SHARED in the same processes: hugetlb folios migrate one at a time,
- * and stock 6.12 flushes once per mapping; deferred, once per folio.  The
+ * The hugetlb variants map NR_HUGE 2 MiB pages of a hugetlb memfd
+ * MAP_SHARED, or of a private mapping COW-shared by fork, in the same
+ * processes: hugetlb folios migrate one at a time, and stock 6.12 flushes
+ * once per mapping; deferred, once per folio.  The
  * thp variant COW-shares NR_HUGE PMD-mapped THPs: stock 6.12 flushes each
  * PMD as it installs the migration entry, even in an asynchronous batch;
  * deferred, once per batch (a THP fills a batch of 512 pages).
@@ -57,6 +58,9 @@
 #define HPAGE		(2UL << 20)
 #ifndef MFD_HUGE_2MB
 #define MFD_HUGE_2MB	(21U << 26)	/* log2(2 MiB) << MFD_HUGE_SHIFT */
+#endif
+#ifndef MAP_HUGE_2MB
+#define MAP_HUGE_2MB	(21 << 26)	/* log2(2 MiB) << MAP_HUGE_SHIFT */
 #endif
 #define HUGE_POOL	"/sys/devices/system/node/node%d/hugepages/hugepages-2048kB/%s"
 #define TLB_REMOTE_SEND_IPI	4	/* enum tlb_flush_reason */
@@ -243,6 +247,7 @@ FIXTURE(mf) {
 
 FIXTURE_VARIANT(mf) {
 	bool hugetlb;
+	bool hugetlb_private;	/* MAP_PRIVATE: anon folios, COW-shared */
 	bool thp;
 	bool skip_async;	/* through migrate_pages_sync()'s fallback */
 	bool spin;		/* readers touch the pages once, then spin */
@@ -273,6 +278,17 @@ FIXTURE_VARIANT_ADD(mf, hugetlb_shared) {
 	 * scheduling every retry can fail.  A spinning reader still keeps
 	 * its mm live on its CPU, so each flush still IPIs it.
 	 */
+	.spin = true,
+	.nr = NR_HUGE,
+	.min_on = NR_HUGE / 2,
+	.max_on = NR_HUGE,
+	.size = HPAGE,
+};
+
+/* 2 MiB hugetlb pages of a private mapping: anon, COW-shared after fork. */
+FIXTURE_VARIANT_ADD(mf, hugetlb_private) {
+	.hugetlb = true,
+	.hugetlb_private = true,
 	.spin = true,
 	.nr = NR_HUGE,
 	.min_on = NR_HUGE / 2,
@@ -311,6 +327,11 @@ static char *map_buf(const FIXTURE_VARIANT(mf) *v, unsigned long len)
 
 	if (!v->hugetlb)
 		return map_anon(len, v->thp);
+	if (v->hugetlb_private) {
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE |
+			 MAP_ANONYMOUS | MAP_HUGETLB | MAP_HUGE_2MB, -1, 0);
+		return p == MAP_FAILED ? NULL : p;
+	}
 	fd = memfd_create("migrate_flush", MFD_HUGETLB | MFD_HUGE_2MB);
 	if (fd < 0)
 		return NULL;

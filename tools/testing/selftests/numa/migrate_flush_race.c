@@ -17,8 +17,16 @@
  * that the writer still stores (the flush is deferred), calls mprotect()
  * or munmap(), and then counts the writer's stores: none may follow.
  *
- * Needs CONFIG_MIGRATE_DEFER_FLUSH_DEBUG, THP, three CPUs and two nodes
- * with memory; SKIPs otherwise.
+ * The hugetlb variant does the same for a 2 MiB page of a private hugetlb
+ * mapping, COW-shared with a child so that its flush is deferred: the
+ * page is read-only then, so a reader (not a writer) must stop seeing the
+ * old contents once madvise(MADV_DONTNEED) returns (zapping a hugetlb
+ * migration entry records no range to flush, so __unmap_hugepage_range()
+ * calls flush_tlb_batched_pending()); a fresh page reads as zeroes.
+ *
+ * Needs CONFIG_MIGRATE_DEFER_FLUSH_DEBUG, THP (2 MiB hugetlb pages for
+ * the hugetlb variant), three CPUs and two nodes with memory; SKIPs
+ * otherwise.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -34,6 +42,7 @@
 #include <fcntl.h>
 #include <linux/mempolicy.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 
 #include "../kselftest_harness.h"
 #include "numa_util.h"
@@ -44,10 +53,14 @@
 #define HPAGE		(2UL << 20)
 #define PAGE		4096UL
 #define DELAY_MS	"300"
+#ifndef MAP_HUGE_2MB
+#define MAP_HUGE_2MB	(21 << 26)	/* log2(2 MiB) << MAP_HUGE_SHIFT */
+#endif
 
 static char *w_buf;
 static unsigned long w_stores;
-static int w_stop, w_faulted;
+static int w_stop, w_faulted, w_read;
+static unsigned long w_sink;
 static sigjmp_buf w_jmp;
 
 static void w_segv(int sig)
@@ -75,9 +88,17 @@ static void *writer(void *arg)
 		return NULL;
 	}
 	while (!__atomic_load_n(&w_stop, __ATOMIC_ACQUIRE)) {
-		__atomic_store_n(&w_buf[64], (char)i++, __ATOMIC_RELAXED);
+		/* a reader counts the loads that still see the old page */
+		if (w_read) {
+			if (!__atomic_load_n(&w_buf[64], __ATOMIC_RELAXED))
+				continue;
+			i++;
+		} else {
+			__atomic_store_n(&w_buf[64], (char)i++, __ATOMIC_RELAXED);
+		}
 		__atomic_fetch_add(&w_stores, 1, __ATOMIC_RELEASE);
 	}
+	__atomic_store_n(&w_sink, i, __ATOMIC_RELAXED);
 	return NULL;
 }
 
@@ -94,11 +115,16 @@ static void *mover(void *arg)
 	int status;
 
 	pin(m->cpu);
-	m->ret = nu_move_pages(0, 1, &page, &m->node, &status, MPOL_MF_MOVE);
+	/* MOVE_ALL: the hugetlb page is mapped by a child too */
+	m->ret = nu_move_pages(0, 1, &page, &m->node, &status,
+			       MPOL_MF_MOVE_ALL);
 	return NULL;
 }
 
-/* Is the PMD at @p a migration (swap) entry?  pagemap bit 62. */
+/*
+ * Is @p under migration?  A THP's PMD shows as a swap entry (pagemap bit
+ * 62); pagemap shows a hugetlb migration entry only as not present.
+ */
 static bool migrating(int pagemap, const void *p)
 {
 	uint64_t e;
@@ -106,7 +132,7 @@ static bool migrating(int pagemap, const void *p)
 	if (pread(pagemap, &e, sizeof(e), (uintptr_t)p / PAGE * sizeof(e)) !=
 	    sizeof(e))
 		return false;
-	return (e >> 62) & 1;
+	return w_read ? !((e >> 63) & 1) : (e >> 62) & 1;
 }
 
 FIXTURE(race) {
@@ -116,6 +142,7 @@ FIXTURE(race) {
 
 FIXTURE_VARIANT(race) {
 	bool unmap;		/* munmap() instead of mprotect(PROT_READ) */
+	bool hugetlb;		/* private hugetlb page, read, MADV_DONTNEED */
 };
 
 FIXTURE_VARIANT_ADD(race, mprotect) {
@@ -124,6 +151,10 @@ FIXTURE_VARIANT_ADD(race, mprotect) {
 
 FIXTURE_VARIANT_ADD(race, munmap) {
 	.unmap = true,
+};
+
+FIXTURE_VARIANT_ADD(race, hugetlb_dontneed) {
+	.hugetlb = true,
 };
 
 FIXTURE_SETUP(race)
@@ -185,6 +216,38 @@ static char *thp_on(int node, char **map)
 	return nu_anon_huge_kb() >= (long)(HPAGE >> 10) ? buf : NULL;
 }
 
+/*
+ * A 2 MiB page of a private hugetlb mapping on @node, COW-shared with a
+ * child (in *@kid) so that its migration defers the flush; NULL if none.
+ */
+static char *hugetlb_on(int node, char **map, pid_t *kid)
+{
+	unsigned long mask = 1UL << node;
+	int pipefd[2];
+	char c;
+
+	*map = mmap(NULL, HPAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE |
+		    MAP_ANONYMOUS | MAP_HUGETLB | MAP_HUGE_2MB, -1, 0);
+	if (*map == MAP_FAILED ||
+	    nu_mbind(*map, HPAGE, MPOL_BIND, &mask, NU_MAX_NODES, 0) ||
+	    pipe(pipefd))
+		return NULL;
+	memset(*map, 1, HPAGE);
+	*kid = fork();
+	if (!*kid) {
+		c = (*map)[0];		/* maps it, read-only */
+		if (write(pipefd[1], &c, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	if (*kid < 0 || read(pipefd[0], &c, 1) != 1)
+		return NULL;
+	close(pipefd[0]);
+	close(pipefd[1]);
+	return *map;
+}
+
 enum outcome { IN_WINDOW, NO_WINDOW, NO_THP };
 
 struct result {
@@ -213,17 +276,23 @@ static bool window_open(int pagemap, char *buf)
 
 /* One try: writer, mover, the call inside the window. */
 static enum outcome attempt(FIXTURE_DATA(race) *self, bool unmap,
-			    struct result *r)
+			    bool hugetlb, struct result *r)
 {
 	struct mover m = { .node = self->to, .cpu = self->cpus[2] };
 	enum outcome out = IN_WINDOW;
 	unsigned long at_return;
 	pthread_t wt, mt;
-	char *map;
+	pid_t kid = -1;
+	char *map = MAP_FAILED;
 
-	w_buf = thp_on(self->from, &map);
+	w_read = hugetlb;
+	w_buf = hugetlb ? hugetlb_on(self->from, &map, &kid) :
+			  thp_on(self->from, &map);
 	if (!w_buf) {
-		munmap(map, 2 * HPAGE);
+		if (kid > 0)
+			kill(kid, SIGKILL);
+		if (map != MAP_FAILED)
+			munmap(map, hugetlb ? HPAGE : 2 * HPAGE);
 		return NO_THP;
 	}
 	m.buf = w_buf;
@@ -235,7 +304,9 @@ static enum outcome attempt(FIXTURE_DATA(race) *self, bool unmap,
 		;
 	pthread_create(&mt, NULL, mover, &m);
 	if (window_open(self->pagemap, w_buf)) {
-		if (unmap)
+		if (hugetlb)
+			madvise(w_buf, HPAGE, MADV_DONTNEED);
+		else if (unmap)
 			munmap(w_buf, HPAGE);
 		else
 			mprotect(w_buf, HPAGE, PROT_READ);
@@ -251,7 +322,11 @@ static enum outcome attempt(FIXTURE_DATA(race) *self, bool unmap,
 	pthread_join(mt, NULL);
 	r->faulted = __atomic_load_n(&w_faulted, __ATOMIC_ACQUIRE);
 	r->moved = m.ret;
-	munmap(map, 2 * HPAGE);
+	if (kid > 0) {
+		kill(kid, SIGKILL);
+		waitpid(kid, NULL, 0);
+	}
+	munmap(map, hugetlb ? HPAGE : 2 * HPAGE);
 	return out;
 }
 
@@ -265,18 +340,23 @@ TEST_F(race, no_store_after_return)
 	ASSERT_EQ(0, sigaction(SIGSEGV, &sa, NULL));
 	pin(self->cpus[0]);
 	for (tries = 0; tries < 5 && out == NO_WINDOW; tries++)
-		out = attempt(self, variant->unmap, &r);
+		out = attempt(self, variant->unmap, variant->hugetlb, &r);
 	if (out == NO_THP)
-		SKIP(return, "no PMD-mapped THP (THP disabled?)");
+		SKIP(return, "no %s", variant->hugetlb ?
+		     "free 2 MiB hugetlb page on the source node" :
+		     "PMD-mapped THP (THP disabled?)");
 	if (out == NO_WINDOW)
 		SKIP(return, "never caught the writer storing through a deferred flush");
-	TH_LOG("%s: %lu stores after it returned (try %d, writer faulted: %d)",
-	       variant->unmap ? "munmap" : "mprotect", r.after, tries,
+	TH_LOG("%s: %lu %s after it returned (try %d, faulted: %d)",
+	       variant->hugetlb ? "MADV_DONTNEED" :
+	       variant->unmap ? "munmap" : "mprotect", r.after,
+	       variant->hugetlb ? "loads of the old page" : "stores", tries,
 	       r.faulted);
-	/* one store may have been counted just after it landed */
+	/* one access may have been counted just after it landed */
 	EXPECT_LE(r.after, 1);
 	/* after the call the writer's next store faulted */
-	EXPECT_TRUE(r.faulted);
+	if (!variant->hugetlb)
+		EXPECT_TRUE(r.faulted);
 	EXPECT_LE(0, r.moved);
 }
 
