@@ -59,12 +59,12 @@ static inline enum migrate_mode migrate_group_unmap_mode(enum migrate_mode mode,
  * try_to_migrate() flags for a hugetlb folio, given the @ttu that
  * unmap_and_move_huge_page() chose: queue the flushes of a folio mapped
  * more than once, which unmap_and_move_huge_page() runs as one round
- * right after try_to_migrate().  Of the hugetlb walkers that can modify
- * or remove a migration entry and return to user space,
- * hugetlb_change_protection() and move_hugetlb_page_tables() flush their
- * whole range before returning, and __unmap_hugepage_range() (munmap,
- * MADV_DONTNEED, truncation), which records no range for such an entry,
- * calls flush_tlb_batched_pending() under the entry's lock; for a file
+ * right after try_to_migrate().  The hugetlb walkers that can modify or
+ * remove a migration entry and return to user space without flushing it,
+ * __unmap_hugepage_range() (munmap, MADV_DONTNEED, truncation) and
+ * hugetlb_change_protection() (mprotect, uffd-wp), call
+ * flush_tlb_batched_pending() under the entry's lock;
+ * move_hugetlb_page_tables() flushes every entry it moves.  For a file
  * folio all of them also wait for the i_mmap_rwsem that its migration
  * holds until after the flush.  x86
  * only: its queued flush invalidates whole TLBs and the whole

@@ -42,6 +42,7 @@
 #include <fcntl.h>
 #include <linux/mempolicy.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 
 #include "../kselftest_harness.h"
@@ -50,6 +51,7 @@
 #define SYSCTL		"/proc/sys/vm/migrate_defer_flush"
 #define DELAY		"/sys/kernel/debug/migrate_flush/flush_delay_ms"
 #define NUMAB		"/proc/sys/kernel/numa_balancing"
+#define HUGE_POOL	"/sys/devices/system/node/node%d/hugepages/hugepages-2048kB/%s"
 #define HPAGE		(2UL << 20)
 #define PAGE		4096UL
 #define DELAY_MS	"300"
@@ -138,7 +140,39 @@ static bool migrating(int pagemap, const void *p)
 FIXTURE(race) {
 	int cpus[3], from, to, pagemap;
 	char defer[8], numab[8];
+	char pool[2][32];	/* hugetlb pool sizes to restore, "" if none */
 };
+
+/* At least @want free 2 MiB pages on @node; the pool size in @was. */
+static bool huge_pool(int node, long want, char *was, size_t len)
+{
+	char path[128], val[32];
+	long free_now;
+
+	snprintf(path, sizeof(path), HUGE_POOL, node, "free_hugepages");
+	if (nu_read_str(path, val, sizeof(val)) < 0)
+		return false;
+	free_now = atol(val);
+	snprintf(path, sizeof(path), HUGE_POOL, node, "nr_hugepages");
+	if (nu_read_str(path, was, len) < 0)
+		return false;
+	if (free_now >= want)
+		return true;
+	snprintf(val, sizeof(val), "%ld", atol(was) + want - free_now);
+	if (nu_write_str(path, val))
+		return false;
+	snprintf(path, sizeof(path), HUGE_POOL, node, "free_hugepages");
+	return nu_read_str(path, val, sizeof(val)) >= 0 && atol(val) >= want;
+}
+
+static void huge_pool_restore(int node, const char *was)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), HUGE_POOL, node, "nr_hugepages");
+	if (*was)
+		nu_write_str(path, was);
+}
 
 FIXTURE_VARIANT(race) {
 	bool unmap;		/* munmap() instead of mprotect(PROT_READ) */
@@ -164,6 +198,8 @@ FIXTURE_SETUP(race)
 	int cpu, n = 0;
 
 	self->numab[0] = '\0';
+	self->pool[0][0] = '\0';
+	self->pool[1][0] = '\0';
 	self->pagemap = -1;
 	if (access(DELAY, W_OK) ||
 	    nu_read_str(SYSCTL, self->defer, sizeof(self->defer)) < 0)
@@ -180,6 +216,14 @@ FIXTURE_SETUP(race)
 		SKIP(return, "needs three CPUs");
 	self->pagemap = open("/proc/self/pagemap", O_RDONLY);
 	ASSERT_LE(0, self->pagemap);
+	/* the old page, its copy, and a fresh page after MADV_DONTNEED */
+	if (variant->hugetlb &&
+	    (!huge_pool(self->from, 2, self->pool[0], 32) ||
+	     !huge_pool(self->to, 1, self->pool[1], 32))) {
+		huge_pool_restore(self->from, self->pool[0]);
+		SKIP(return, "cannot get free 2 MiB pages on nodes %d and %d",
+		     self->from, self->to);
+	}
 	/* NUMA scanning's mprotect would flush the window away early */
 	if (nu_read_str(NUMAB, self->numab, sizeof(self->numab)) >= 0)
 		nu_write_str(NUMAB, "0");
@@ -194,6 +238,8 @@ FIXTURE_TEARDOWN(race)
 		nu_write_str(NUMAB, self->numab);
 	if (self->defer[0])
 		nu_write_str(SYSCTL, self->defer);
+	huge_pool_restore(self->from, self->pool[0]);
+	huge_pool_restore(self->to, self->pool[1]);
 	if (self->pagemap >= 0)
 		close(self->pagemap);
 }
@@ -235,17 +281,17 @@ static char *hugetlb_on(int node, char **map, pid_t *kid)
 	memset(*map, 1, HPAGE);
 	*kid = fork();
 	if (!*kid) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		c = (*map)[0];		/* maps it, read-only */
 		if (write(pipefd[1], &c, 1) != 1)
 			_exit(1);
 		pause();
 		_exit(0);
 	}
-	if (*kid < 0 || read(pipefd[0], &c, 1) != 1)
-		return NULL;
+	c = *kid > 0 && read(pipefd[0], &c, 1) == 1;
 	close(pipefd[0]);
 	close(pipefd[1]);
-	return *map;
+	return c ? *map : NULL;
 }
 
 enum outcome { IN_WINDOW, NO_WINDOW, NO_THP };
@@ -254,6 +300,7 @@ struct result {
 	unsigned long after;	/* stores counted after the call returned */
 	int faulted;		/* the writer's store faulted afterwards */
 	long moved;		/* move_pages() result */
+	int call;		/* what the mprotect/munmap/madvise returned */
 };
 
 /* Wait for the migration entry with the writer still storing. */
@@ -289,8 +336,10 @@ static enum outcome attempt(FIXTURE_DATA(race) *self, bool unmap,
 	w_buf = hugetlb ? hugetlb_on(self->from, &map, &kid) :
 			  thp_on(self->from, &map);
 	if (!w_buf) {
-		if (kid > 0)
+		if (kid > 0) {
 			kill(kid, SIGKILL);
+			waitpid(kid, NULL, 0);
+		}
 		if (map != MAP_FAILED)
 			munmap(map, hugetlb ? HPAGE : 2 * HPAGE);
 		return NO_THP;
@@ -305,11 +354,11 @@ static enum outcome attempt(FIXTURE_DATA(race) *self, bool unmap,
 	pthread_create(&mt, NULL, mover, &m);
 	if (window_open(self->pagemap, w_buf)) {
 		if (hugetlb)
-			madvise(w_buf, HPAGE, MADV_DONTNEED);
+			r->call = madvise(w_buf, HPAGE, MADV_DONTNEED);
 		else if (unmap)
-			munmap(w_buf, HPAGE);
+			r->call = munmap(w_buf, HPAGE);
 		else
-			mprotect(w_buf, HPAGE, PROT_READ);
+			r->call = mprotect(w_buf, HPAGE, PROT_READ);
 		at_return = __atomic_load_n(&w_stores, __ATOMIC_ACQUIRE);
 		usleep(50 * 1000);
 		r->after = __atomic_load_n(&w_stores, __ATOMIC_ACQUIRE) -
@@ -352,6 +401,7 @@ TEST_F(race, no_store_after_return)
 	       variant->unmap ? "munmap" : "mprotect", r.after,
 	       variant->hugetlb ? "loads of the old page" : "stores", tries,
 	       r.faulted);
+	ASSERT_EQ(0, r.call);
 	/* one access may have been counted just after it landed */
 	EXPECT_LE(r.after, 1);
 	/* after the call the writer's next store faulted */
