@@ -62,7 +62,6 @@
 #ifndef MAP_HUGE_2MB
 #define MAP_HUGE_2MB	(21 << 26)	/* log2(2 MiB) << MAP_HUGE_SHIFT */
 #endif
-#define HUGE_POOL	"/sys/devices/system/node/node%d/hugepages/hugepages-2048kB/%s"
 #define TLB_REMOTE_SEND_IPI	4	/* enum tlb_flush_reason */
 
 static const char *tracefs(void)
@@ -205,37 +204,6 @@ static pid_t start_reader(const char *buf, unsigned long len, int cpu,
 	}
 }
 
-/* Make @want 2 MiB pages free on @node; remember the pool size in @was. */
-static bool huge_pool(int node, long want, char *was, size_t len)
-{
-	char path[128], val[32];
-	long free_now;
-
-	snprintf(path, sizeof(path), HUGE_POOL, node, "free_hugepages");
-	if (nu_read_str(path, val, sizeof(val)) < 0)
-		return false;
-	free_now = atol(val);
-	snprintf(path, sizeof(path), HUGE_POOL, node, "nr_hugepages");
-	if (nu_read_str(path, was, len) < 0)
-		return false;
-	if (free_now >= want)
-		return true;
-	snprintf(val, sizeof(val), "%ld", atol(was) + want - free_now);
-	if (nu_write_str(path, val))
-		return false;
-	snprintf(path, sizeof(path), HUGE_POOL, node, "free_hugepages");
-	return nu_read_str(path, val, sizeof(val)) >= 0 && atol(val) >= want;
-}
-
-static void huge_pool_restore(int node, const char *was)
-{
-	char path[128];
-
-	snprintf(path, sizeof(path), HUGE_POOL, node, "nr_hugepages");
-	if (*was)
-		nu_write_str(path, was);
-}
-
 FIXTURE(mf) {
 	int from, to;
 	char *buf;
@@ -367,16 +335,16 @@ FIXTURE_SETUP(mf)
 	ASSERT_EQ(0, pin_to(cpus[0]));
 	/* a SKIP here runs no teardown: put the pools back first */
 	if (variant->hugetlb &&
-	    (!huge_pool(self->from, variant->nr, self->pool[0], 32) ||
-	     !huge_pool(self->to, variant->nr, self->pool[1], 32))) {
-		huge_pool_restore(self->from, self->pool[0]);
+	    (!nu_huge_pool(self->from, variant->nr, self->pool[0], sizeof(self->pool[0])) ||
+	     !nu_huge_pool(self->to, variant->nr, self->pool[1], sizeof(self->pool[1])))) {
+		nu_huge_pool_restore(self->from, self->pool[0]);
 		SKIP(return, "cannot get %d free 2 MiB pages on nodes %d and %d",
 		     variant->nr, self->from, self->to);
 	}
 	self->buf = map_buf(variant, self->len);
 	if (!self->buf && variant->hugetlb) {
-		huge_pool_restore(self->from, self->pool[0]);
-		huge_pool_restore(self->to, self->pool[1]);
+		nu_huge_pool_restore(self->from, self->pool[0]);
+		nu_huge_pool_restore(self->to, self->pool[1]);
 		SKIP(return, "no 2 MiB hugetlb memfd: %s", strerror(errno));
 	}
 	ASSERT_NE(NULL, self->buf);
@@ -419,8 +387,8 @@ FIXTURE_TEARDOWN(mf)
 		}
 		munmap(self->buf, self->len);
 	}
-	huge_pool_restore(self->from, self->pool[0]);
-	huge_pool_restore(self->to, self->pool[1]);
+	nu_huge_pool_restore(self->from, self->pool[0]);
+	nu_huge_pool_restore(self->to, self->pool[1]);
 }
 
 static bool intact(const char *buf, unsigned long len)

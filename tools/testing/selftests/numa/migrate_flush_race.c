@@ -51,7 +51,6 @@
 #define SYSCTL		"/proc/sys/vm/migrate_defer_flush"
 #define DELAY		"/sys/kernel/debug/migrate_flush/flush_delay_ms"
 #define NUMAB		"/proc/sys/kernel/numa_balancing"
-#define HUGE_POOL	"/sys/devices/system/node/node%d/hugepages/hugepages-2048kB/%s"
 #define HPAGE		(2UL << 20)
 #define PAGE		4096UL
 #define DELAY_MS	"300"
@@ -143,37 +142,6 @@ FIXTURE(race) {
 	char pool[2][32];	/* hugetlb pool sizes to restore, "" if none */
 };
 
-/* At least @want free 2 MiB pages on @node; the pool size in @was. */
-static bool huge_pool(int node, long want, char *was, size_t len)
-{
-	char path[128], val[32];
-	long free_now;
-
-	snprintf(path, sizeof(path), HUGE_POOL, node, "free_hugepages");
-	if (nu_read_str(path, val, sizeof(val)) < 0)
-		return false;
-	free_now = atol(val);
-	snprintf(path, sizeof(path), HUGE_POOL, node, "nr_hugepages");
-	if (nu_read_str(path, was, len) < 0)
-		return false;
-	if (free_now >= want)
-		return true;
-	snprintf(val, sizeof(val), "%ld", atol(was) + want - free_now);
-	if (nu_write_str(path, val))
-		return false;
-	snprintf(path, sizeof(path), HUGE_POOL, node, "free_hugepages");
-	return nu_read_str(path, val, sizeof(val)) >= 0 && atol(val) >= want;
-}
-
-static void huge_pool_restore(int node, const char *was)
-{
-	char path[128];
-
-	snprintf(path, sizeof(path), HUGE_POOL, node, "nr_hugepages");
-	if (*was)
-		nu_write_str(path, was);
-}
-
 FIXTURE_VARIANT(race) {
 	bool unmap;		/* munmap() instead of mprotect(PROT_READ) */
 	bool hugetlb;		/* private hugetlb page, read, MADV_DONTNEED */
@@ -218,9 +186,9 @@ FIXTURE_SETUP(race)
 	ASSERT_LE(0, self->pagemap);
 	/* the old page, its copy, and a fresh page after MADV_DONTNEED */
 	if (variant->hugetlb &&
-	    (!huge_pool(self->from, 2, self->pool[0], 32) ||
-	     !huge_pool(self->to, 1, self->pool[1], 32))) {
-		huge_pool_restore(self->from, self->pool[0]);
+	    (!nu_huge_pool(self->from, 2, self->pool[0], sizeof(self->pool[0])) ||
+	     !nu_huge_pool(self->to, 1, self->pool[1], sizeof(self->pool[1])))) {
+		nu_huge_pool_restore(self->from, self->pool[0]);
 		SKIP(return, "cannot get free 2 MiB pages on nodes %d and %d",
 		     self->from, self->to);
 	}
@@ -238,8 +206,8 @@ FIXTURE_TEARDOWN(race)
 		nu_write_str(NUMAB, self->numab);
 	if (self->defer[0])
 		nu_write_str(SYSCTL, self->defer);
-	huge_pool_restore(self->from, self->pool[0]);
-	huge_pool_restore(self->to, self->pool[1]);
+	nu_huge_pool_restore(self->from, self->pool[0]);
+	nu_huge_pool_restore(self->to, self->pool[1]);
 	if (self->pagemap >= 0)
 		close(self->pagemap);
 }

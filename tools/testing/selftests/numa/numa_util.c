@@ -621,3 +621,35 @@ char *nu_anon_bound(size_t len, int mode, int nid, unsigned int seed)
 	nu_fill(p, len, seed);
 	return p;
 }
+
+#define NU_HUGE_POOL	"/sys/devices/system/node/node%d/hugepages/hugepages-2048kB/%s"
+
+bool nu_huge_pool(int node, long want, char *was, size_t len)
+{
+	char path[128], val[32];
+	long free_now;
+
+	snprintf(path, sizeof(path), NU_HUGE_POOL, node, "free_hugepages");
+	if (nu_read_str(path, val, sizeof(val)) < 0)
+		return false;
+	free_now = atol(val);
+	snprintf(path, sizeof(path), NU_HUGE_POOL, node, "nr_hugepages");
+	if (nu_read_str(path, was, len) < 0)
+		return false;
+	if (free_now >= want)
+		return true;
+	snprintf(val, sizeof(val), "%ld", atol(was) + want - free_now);
+	if (nu_write_str(path, val))
+		return false;
+	snprintf(path, sizeof(path), NU_HUGE_POOL, node, "free_hugepages");
+	return nu_read_str(path, val, sizeof(val)) >= 0 && atol(val) >= want;
+}
+
+void nu_huge_pool_restore(int node, const char *was)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), NU_HUGE_POOL, node, "nr_hugepages");
+	if (*was)
+		nu_write_str(path, was);
+}

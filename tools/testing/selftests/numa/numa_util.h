@@ -87,6 +87,13 @@ long nu_read_all(const char *path, char *buf, size_t len);
 long long nu_read_ll(const char *path);
 int nu_write_str(const char *path, const char *val);
 long long nu_vmstat(const char *name);
+/*
+ * At least @want free 2 MiB hugetlb pages on @node, growing its pool if
+ * needed; the pool size before goes to @was (len @len) for
+ * nu_huge_pool_restore(), which does nothing for an empty @was.
+ */
+bool nu_huge_pool(int node, long want, char *was, size_t len);
+void nu_huge_pool_restore(int node, const char *was);
 /* kB of this process's anonymous memory mapped by PMDs; -1 if unknown. */
 long nu_anon_huge_kb(void);
 
