@@ -350,6 +350,26 @@ void __migrate_stage_unmapped(u64 t0, int nr_ptes)
 	}
 }
 
+/*
+ * A range unmap took the @nr folios from the @idx-th of the batch from
+ * @t0 to now in one pass: each sampled one gets an equal share as its
+ * UNMAP, one PTE each.
+ */
+void __migrate_stage_run_unmapped(struct migrate_stage_ctx *ctx,
+				  unsigned int idx, unsigned int nr, u64 t0)
+{
+	u64 now = ms_now(), share = div_u64(now > t0 ? now - t0 : 0, nr);
+	unsigned int i;
+
+	if (!ctx->start)
+		return;
+	for (i = 0; i < nr; i++) {
+		migrate_stage_folio_select(ctx, idx + i);
+		if (ctx->folio_on)
+			__migrate_stage_unmapped(now - share, 1);
+	}
+}
+
 /* How many CPUs the pending batched flush will interrupt. */
 static unsigned int ms_flush_breadth(void)
 {

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Range-batched unmap for migration.  See mm/migrate_range.c.
+ */
+#ifndef _LINUX_MIGRATE_RANGE_H
+#define _LINUX_MIGRATE_RANGE_H
+
+#include <linux/jump_label.h>
+#include <linux/rmap.h>
+
+struct folio;
+
+/* The most folios one run unmaps under one anon_vma lock. */
+#define MIGRATE_RANGE_MAX	64
+
+#ifdef CONFIG_MIGRATE_RANGE
+DECLARE_STATIC_KEY_FALSE(migrate_range_enabled);
+
+bool __migrate_range_defer(struct folio *src);
+bool migrate_range_joins(struct folio *first, struct folio *last,
+			 unsigned int nr, struct folio *folio);
+void migrate_range_unmap_run(struct folio *first, unsigned int nr);
+
+/*
+ * Should migrate_folio_unmap() leave the mapped, locked @src for its
+ * batch's range unmap (migrate_range_unmap_run()) rather than unmap it
+ * now?  Only a folio whose unmap would queue its flush (@ttu has
+ * TTU_BATCH_FLUSH), so the batch flush still precedes every copy.
+ */
+static inline bool migrate_range_defer(struct folio *src, enum ttu_flags ttu)
+{
+	return static_branch_unlikely(&migrate_range_enabled) &&
+	       (ttu & TTU_BATCH_FLUSH) && __migrate_range_defer(src);
+}
+#else
+static inline bool migrate_range_defer(struct folio *src, enum ttu_flags ttu)
+{
+	return false;
+}
+
+static inline bool migrate_range_joins(struct folio *first,
+				       struct folio *last, unsigned int nr,
+				       struct folio *folio)
+{
+	return false;
+}
+
+static inline void migrate_range_unmap_run(struct folio *first,
+					   unsigned int nr)
+{
+}
+#endif
+
+#endif /* _LINUX_MIGRATE_RANGE_H */

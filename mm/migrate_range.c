@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Range-batched unmap for migration.
+ *
+ * migrate_pages_batch() installs migration entries folio by folio: each
+ * try_to_migrate() takes the anon_vma lock, searches its interval tree,
+ * walks the page tables from the PGD down, takes the PTE table's lock and
+ * starts and ends an mmu_notifier range, all for one PTE.  For a run of
+ * order-0 anon folios of one anon_vma in ascending index order (what
+ * move_pages(2) of a range, mbind(2) and a sorted batch give) that work
+ * is the same for every folio of the run.
+ *
+ * Here the unmap loop leaves such folios mapped (migrate_range_defer()),
+ * and before the batch's TLB flush each run is unmapped in one pass: the
+ * anon_vma lock once, the interval tree once over the run's offsets, per
+ * VMA one notifier range, and per PTE table one walk and one lock.  What
+ * happens to each PTE is what try_to_migrate_one() does for an order-0
+ * anon folio, and the flush is queued with the batch's (TTU_BATCH_FLUSH),
+ * so nothing is copied before it.  A folio the pass cannot unmap (its PTE
+ * is not what it expects, it is pinned, poisoned, or mapped where the
+ * walk did not look) is left mapped, and migrate_folio_move() unmaps it
+ * as it does a folio ROCM gives up: try_to_migrate() and a flush at once.
+ *
+ * vm.migrate_range_unmap (a static key) switches this on; 0 by default.
+ */
+
+#include <linux/debugfs.h>
+#include <linux/init.h>
+#include <linux/migrate_range.h>
+#include <linux/mm.h>
+#include <linux/mmu_notifier.h>
+#include <linux/rmap.h>
+#include <linux/seq_file.h>
+#include <linux/swap.h>
+#include <linux/swapops.h>
+#include <linux/sysctl.h>
+#include <trace/events/migrate.h>
+
+#include "internal.h"
+
+DEFINE_STATIC_KEY_FALSE(migrate_range_enabled);
+
+static atomic_long_t migrate_range_runs, migrate_range_unmapped,
+		     migrate_range_left;
+
+bool __migrate_range_defer(struct folio *src)
+{
+	return folio_test_anon(src) && !folio_test_ksm(src) &&
+	       !folio_test_large(src) && !folio_is_zone_device(src) &&
+	       !folio_test_hwpoison(src);
+}
+
+/*
+ * May a folio at (@mapping, @index) join a run of @nr folios that starts
+ * at (@first_mapping, @first_index) and ends at @last_index?  Same
+ * anon_vma, offsets ascending, at most MIGRATE_RANGE_MAX folios within
+ * one PTE table's span, so a VMA's part of the run needs at most two.
+ */
+static bool migrate_range_key_joins(unsigned long first_mapping,
+				    pgoff_t first_index, pgoff_t last_index,
+				    unsigned int nr, unsigned long mapping,
+				    pgoff_t index)
+{
+	return mapping == first_mapping && nr < MIGRATE_RANGE_MAX &&
+	       index > last_index && index - first_index < PTRS_PER_PTE;
+}
+
+bool migrate_range_joins(struct folio *first, struct folio *last,
+			 unsigned int nr, struct folio *folio)
+{
+	return migrate_range_key_joins((unsigned long)first->mapping,
+				       first->index, last->index, nr,
+				       (unsigned long)folio->mapping,
+				       folio->index);
+}
+
+/*
+ * try_to_migrate_one() for one PTE of an order-0 anon folio, under the
+ * PTE table's lock.  False, with the PTE as it was, if it does not map
+ * @folio or the folio cannot leave it now.
+ */
+static bool migrate_range_unmap_pte(struct vm_area_struct *vma,
+				    struct folio *folio, unsigned long addr,
+				    pte_t *ptep)
+{
+	struct mm_struct *mm = vma->vm_mm;
+	struct page *page = &folio->page;
+	pte_t pte = ptep_get(ptep), swp_pte;
+	bool anon_exclusive;
+	swp_entry_t entry;
+
+	if (!pte_present(pte) || pte_pfn(pte) != folio_pfn(folio))
+		return false;
+	anon_exclusive = PageAnonExclusive(page);
+	pte = migrate_ptep_clear(vma, addr, ptep, TTU_BATCH_FLUSH);
+	if (pte_dirty(pte))
+		folio_mark_dirty(folio);
+
+	/* What try_to_migrate_one() treats specially, it gets back. */
+	if (PageHWPoison(page) ||
+	    (pte_unused(pte) && !userfaultfd_armed(vma)) ||
+	    arch_unmap_one(mm, vma, addr, pte) < 0)
+		goto restore;
+	VM_WARN_ON_FOLIO(pte_write(pte) && !anon_exclusive, folio);
+	/* See folio_try_share_anon_rmap_pte(): clear PTE first. */
+	if (anon_exclusive && folio_try_share_anon_rmap_pte(folio, page))
+		goto restore;
+
+	if (pte_write(pte))
+		entry = make_writable_migration_entry(page_to_pfn(page));
+	else if (anon_exclusive)
+		entry = make_readable_exclusive_migration_entry(page_to_pfn(page));
+	else
+		entry = make_readable_migration_entry(page_to_pfn(page));
+	if (pte_young(pte))
+		entry = make_migration_entry_young(entry);
+	if (pte_dirty(pte))
+		entry = make_migration_entry_dirty(entry);
+	swp_pte = swp_entry_to_pte(entry);
+	if (pte_soft_dirty(pte))
+		swp_pte = pte_swp_mksoft_dirty(swp_pte);
+	if (pte_uffd_wp(pte))
+		swp_pte = pte_swp_mkuffd_wp(swp_pte);
+	set_pte_at(mm, addr, ptep, swp_pte);
+	trace_set_migration_pte(addr, pte_val(swp_pte), 0);
+
+	folio_remove_rmap_pte(folio, page, vma);
+	if (vma->vm_flags & VM_LOCKED)
+		mlock_drain_local();
+	folio_put(folio);
+	return true;
+
+restore:
+	set_pte_at(mm, addr, ptep, pte);
+	return false;
+}
+
+/* The notifier range of the run's part in @vma: its first to last page. */
+static void migrate_range_span(struct vm_area_struct *vma, pgoff_t first,
+			       pgoff_t last, unsigned long *start,
+			       unsigned long *end)
+{
+	pgoff_t lo = max(first, vma->vm_pgoff);
+
+	*start = vma->vm_start + ((lo - vma->vm_pgoff) << PAGE_SHIFT);
+	*end = vma->vm_start + ((last - vma->vm_pgoff + 1) << PAGE_SHIFT);
+	*end = min(*end, vma->vm_end);
+}
+
+/* Unmap the folios of the run that @vma maps, a PTE table at a time. */
+static void migrate_range_unmap_vma(struct vm_area_struct *vma,
+				    struct folio *first, struct folio *last,
+				    unsigned int nr)
+{
+	struct mm_struct *mm = vma->vm_mm;
+	unsigned long table = -1UL, start, end;
+	struct mmu_notifier_range range;
+	struct folio *folio = first;
+	spinlock_t *ptl = NULL;
+	pte_t *ptes = NULL;
+	unsigned int i;
+
+	migrate_range_span(vma, first->index, last->index, &start, &end);
+	mmu_notifier_range_init(&range, MMU_NOTIFY_CLEAR, 0, mm, start, end);
+	mmu_notifier_invalidate_range_start(&range);
+	update_hiwater_rss(mm);
+
+	for (i = 0; i < nr; i++, folio = list_next_entry(folio, lru)) {
+		unsigned long addr = vma_address(vma, folio->index, 1);
+		pmd_t *pmd;
+
+		if (IS_ERR_VALUE(addr) || !folio_mapped(folio))
+			continue;
+		if ((addr & PMD_MASK) != table) {
+			if (ptes)
+				pte_unmap_unlock(ptes, ptl);
+			table = addr & PMD_MASK;
+			pmd = mm_find_pmd(mm, table);
+			ptes = pmd ? pte_offset_map_lock(mm, pmd, table, &ptl) :
+				     NULL;
+		}
+		/* no PTE table here (none, or a huge PMD): nothing to do */
+		if (ptes)
+			migrate_range_unmap_pte(vma, folio, addr,
+						ptes + pte_index(addr));
+	}
+	if (ptes)
+		pte_unmap_unlock(ptes, ptl);
+	mmu_notifier_invalidate_range_end(&range);
+}
+
+void migrate_range_unmap_run(struct folio *first, unsigned int nr)
+{
+	struct anon_vma *anon_vma = folio_anon_vma(first);
+	struct folio *last = first, *folio;
+	struct anon_vma_chain *avc;
+	unsigned int i, left = 0;
+
+	for (i = 1; i < nr; i++)
+		last = list_next_entry(last, lru);
+
+	/*
+	 * The folios are locked and migrate_folio_unmap() holds a reference
+	 * on their anon_vma, which therefore cannot change or go away.
+	 */
+	anon_vma_lock_read(anon_vma);
+	anon_vma_interval_tree_foreach(avc, &anon_vma->rb_root, first->index,
+				       last->index) {
+		/* as in try_to_migrate(): see invalid_migration_vma() */
+		if (vma_is_temporary_stack(avc->vma))
+			continue;
+		migrate_range_unmap_vma(avc->vma, first, last, nr);
+	}
+	anon_vma_unlock_read(anon_vma);
+
+	for (i = 0, folio = first; i < nr; i++) {
+		left += folio_mapped(folio);
+		folio = list_next_entry(folio, lru);
+	}
+	atomic_long_inc(&migrate_range_runs);
+	atomic_long_add(nr - left, &migrate_range_unmapped);
+	atomic_long_add(left, &migrate_range_left);
+}
+
+#ifdef CONFIG_SYSCTL
+static struct ctl_table migrate_range_sysctls[] = {
+	{
+		.procname	= "migrate_range_unmap",
+		.data		= &migrate_range_enabled.key,
+		.mode		= 0644,
+		.proc_handler	= proc_do_static_key,
+	},
+};
+#endif
+
+/*
+ * debugfs migrate_range/stats: runs unmapped, folios they unmapped, and
+ * folios they left mapped for migrate_folio_move() to unmap.
+ */
+static int migrate_range_stats_show(struct seq_file *m, void *v)
+{
+	seq_printf(m, "runs %ld\nunmapped %ld\nleft %ld\n",
+		   atomic_long_read(&migrate_range_runs),
+		   atomic_long_read(&migrate_range_unmapped),
+		   atomic_long_read(&migrate_range_left));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(migrate_range_stats);
+
+static int __init migrate_range_init(void)
+{
+	struct dentry *dir;
+
+#ifdef CONFIG_SYSCTL
+	register_sysctl_init("vm", migrate_range_sysctls);
+#endif
+	dir = debugfs_create_dir("migrate_range", NULL);
+	debugfs_create_file("stats", 0400, dir, NULL,
+			    &migrate_range_stats_fops);
+	return 0;
+}
+late_initcall(migrate_range_init);
+
+#ifdef CONFIG_MIGRATE_RANGE_KUNIT_TEST
+#include "tests/migrate_range_kunit.h"
+#endif

@@ -1,0 +1,328 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * migrate_range: range-batched unmap of a migration batch.
+ *
+ * With vm.migrate_range_unmap at 1, migrate_pages() unmaps each run of
+ * order-0 anon folios of one anon_vma in ascending offset order in one
+ * pass (one anon_vma lock, one walk and lock per PTE table) instead of
+ * one rmap walk per folio; /sys/kernel/debug/migrate_range/stats counts
+ * the runs and the folios they unmapped or left to the per-folio path.
+ * Checked here, each time with the data and the placement:
+ *   - a move_pages(2) of a range is unmapped in runs of at most 64 folios,
+ *     and at 0 (stock) the range unmap never runs;
+ *   - a shuffled array makes runs only once the batch is sorted
+ *     (vm.migrate_address_order);
+ *   - pages shared with a child after fork() are unmapped from both mms,
+ *     and the child sees its data on the new node;
+ *   - pages pinned for DMA (gup_test) are left mapped, writable and
+ *     where they were, the rest of their run moves;
+ *   - a writer storing to the pages while they move loses no store: the
+ *     run's flush is the batch's and precedes every copy.
+ *
+ * Needs CONFIG_MIGRATE_RANGE, root, two nodes with memory (and two CPUs
+ * for the writer); SKIPs otherwise.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/mempolicy.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include "../kselftest_harness.h"
+#include "../../../../mm/gup_test.h"
+#include "numa_util.h"
+
+#define SYSCTL		"/proc/sys/vm/migrate_range_unmap"
+#define ORDER		"/proc/sys/vm/migrate_address_order"
+#define ROCM		"/proc/sys/vm/migrate_rocm"
+#define STATS		"/sys/kernel/debug/migrate_range/stats"
+#define NR		256	/* pages: inside one migrate_pages() batch */
+#define RUN_MAX		64	/* MIGRATE_RANGE_MAX */
+#define PAGE		4096UL
+#define SEED		0x726e
+
+struct mr_stats {
+	long runs, unmapped, left;
+};
+
+static int mr_stats_read(struct mr_stats *s)
+{
+	char buf[256];
+
+	if (nu_read_all(STATS, buf, sizeof(buf)) <= 0)
+		return -1;
+	return sscanf(buf, "runs %ld unmapped %ld left %ld", &s->runs,
+		      &s->unmapped, &s->left) == 3 ? 0 : -1;
+}
+
+FIXTURE(mr) {
+	int from, to;
+	char *buf;
+	void *addrs[NR];
+	int nodes[NR], status[NR];
+	char range[8], order[8], rocm[8];
+	struct mr_stats before;
+};
+
+FIXTURE_SETUP(mr)
+{
+	struct nu_topo topo;
+	int i;
+
+	self->buf = NULL;
+	self->order[0] = '\0';
+	self->rocm[0] = '\0';
+	if (nu_read_str(SYSCTL, self->range, sizeof(self->range)) < 0 ||
+	    access(STATS, R_OK))
+		SKIP(return, "no %s (CONFIG_MIGRATE_RANGE)", SYSCTL);
+	if (nu_topo_read(&topo) || topo.nr_eligible < 2)
+		SKIP(return, "needs two nodes with memory");
+	self->from = topo.node[topo.eligible[0]].id;
+	self->to = topo.node[topo.eligible[1]].id;
+	self->buf = nu_anon_bound(NR * PAGE, MPOL_BIND, self->from, SEED);
+	ASSERT_NE(NULL, self->buf);
+	for (i = 0; i < NR; i++) {
+		self->addrs[i] = self->buf + i * PAGE;
+		self->nodes[i] = self->to;
+	}
+	nu_read_str(ORDER, self->order, sizeof(self->order));
+	/* ROCM would take read-only pages another way */
+	if (nu_read_str(ROCM, self->rocm, sizeof(self->rocm)) >= 0)
+		ASSERT_EQ(0, nu_write_str(ROCM, "0"));
+}
+
+FIXTURE_TEARDOWN(mr)
+{
+	nu_write_str(SYSCTL, self->range);
+	if (self->order[0])
+		nu_write_str(ORDER, self->order);
+	if (self->rocm[0])
+		nu_write_str(ROCM, self->rocm);
+	if (self->buf)
+		munmap(self->buf, NR * PAGE);
+}
+
+/* Move the array with the range unmap at @on; the stats' change in @d. */
+static void mr_move(struct __test_metadata *_metadata, FIXTURE_DATA(mr) *self,
+		    const char *on, int flags, struct mr_stats *d)
+{
+	struct mr_stats after;
+
+	ASSERT_EQ(0, nu_write_str(SYSCTL, on));
+	ASSERT_EQ(0, mr_stats_read(&self->before));
+	/* a page busy now and then may stay behind */
+	EXPECT_LE(0, nu_move_pages_where(0, NR, self->addrs, self->nodes,
+					 self->status, flags));
+	ASSERT_EQ(0, mr_stats_read(&after));
+	d->runs = after.runs - self->before.runs;
+	d->unmapped = after.unmapped - self->before.unmapped;
+	d->left = after.left - self->before.left;
+	TH_LOG("range unmap %s: %ld runs, %ld folios unmapped, %ld left",
+	       on, d->runs, d->unmapped, d->left);
+	EXPECT_LE(NR * 9 / 10, nu_pages_on(self->buf, NR * PAGE,
+					   self->nodes[0]));
+	EXPECT_TRUE(nu_intact(self->buf, NR * PAGE, SEED));
+}
+
+static void shuffle(void **v, int n)
+{
+	int i;
+
+	srand(SEED);
+	for (i = n - 1; i > 0; i--) {
+		int j = rand() % (i + 1);
+		void *t = v[i];
+
+		v[i] = v[j];
+		v[j] = t;
+	}
+}
+
+TEST_F(mr, range_is_unmapped_in_runs)
+{
+	struct mr_stats d;
+
+	mr_move(_metadata, self, "1", MPOL_MF_MOVE, &d);
+	/* (other migrations may add runs of their own meanwhile) */
+	EXPECT_LE(NR * 9 / 10, d.unmapped);
+	EXPECT_GE(d.runs, (NR + RUN_MAX - 1) / RUN_MAX);
+	EXPECT_LE(d.runs, NR / 16);
+}
+
+TEST_F(mr, off_is_stock)
+{
+	struct mr_stats d;
+
+	mr_move(_metadata, self, "0", MPOL_MF_MOVE, &d);
+	EXPECT_EQ(0, d.unmapped);
+	EXPECT_EQ(0, d.left);
+}
+
+TEST_F(mr, shuffled_runs_need_sorting)
+{
+	struct mr_stats unsorted, sorted;
+	int i;
+
+	if (!self->order[0])
+		SKIP(return, "no %s (CONFIG_MIGRATE_ORDER)", ORDER);
+	shuffle(self->addrs, NR);
+	ASSERT_EQ(0, nu_write_str(ORDER, "0"));
+	mr_move(_metadata, self, "1", MPOL_MF_MOVE, &unsorted);
+	for (i = 0; i < NR; i++)
+		self->nodes[i] = self->from;
+	ASSERT_EQ(0, nu_write_str(ORDER, "1"));
+	mr_move(_metadata, self, "1", MPOL_MF_MOVE, &sorted);
+	/* in array order about every other neighbour descends */
+	EXPECT_GE(unsorted.runs, NR / 4);
+	EXPECT_LE(sorted.runs, NR / 16);
+	EXPECT_LE(NR * 9 / 10, sorted.unmapped);
+}
+
+static char *child_buf;
+
+static void child_check(int sig)
+{
+	_exit(nu_intact(child_buf, NR * PAGE, SEED) ? 0 : 1);
+}
+
+static void child_touch(void *arg)
+{
+	char *p = arg;
+	unsigned long i;
+
+	for (i = 0; i < NR * PAGE; i += PAGE)
+		(void)__atomic_load_n(&p[i], __ATOMIC_RELAXED);
+}
+
+TEST_F(mr, shared_with_child)
+{
+	struct mr_stats d;
+	int status[NR], st, i;
+	pid_t kid;
+
+	child_buf = self->buf;
+	signal(SIGUSR1, child_check);
+	ASSERT_EQ(1, nu_fork_sharers(&kid, 1, child_touch, self->buf));
+	mr_move(_metadata, self, "1", MPOL_MF_MOVE_ALL, &d);
+	EXPECT_LE(NR * 9 / 10, d.unmapped);
+	/* the child's PTEs point at the new pages too */
+	ASSERT_EQ(0, nu_move_pages(kid, NR, self->addrs, NULL, status, 0));
+	for (i = 0; i < NR && status[i] == self->to; i++)
+		;
+	EXPECT_LE(NR * 9 / 10, i) TH_LOG("child page %d on %d", i, status[i]);
+	kill(kid, SIGUSR1);
+	ASSERT_EQ(kid, waitpid(kid, &st, 0));
+	EXPECT_TRUE(WIFEXITED(st) && !WEXITSTATUS(st))
+		TH_LOG("the child's data changed");
+	signal(SIGUSR1, SIG_DFL);
+}
+
+#define PIN_FIRST	100
+#define NR_PINNED	8
+
+TEST_F(mr, pinned_pages_stay_mapped)
+{
+	struct pin_longterm_test pin = {
+		.addr = (unsigned long)self->buf + PIN_FIRST * PAGE,
+		.size = NR_PINNED * PAGE,
+		.flags = PIN_LONGTERM_TEST_FLAG_USE_WRITE,
+	};
+	struct mr_stats d;
+	int gup, i, stayed = 0;
+
+	gup = open("/sys/kernel/debug/gup_test", O_RDWR);
+	if (gup < 0)
+		SKIP(return, "no /sys/kernel/debug/gup_test (CONFIG_GUP_TEST)");
+	ASSERT_EQ(0, ioctl(gup, PIN_LONGTERM_TEST_START, &pin));
+	mr_move(_metadata, self, "1", MPOL_MF_MOVE, &d);
+	ioctl(gup, PIN_LONGTERM_TEST_STOP);
+	close(gup);
+	for (i = 0; i < NR; i++)
+		stayed += self->status[i] == self->from;
+	/* every pinned page was left to the per-folio unmap, and stayed */
+	EXPECT_LE(NR_PINNED, d.left);
+	EXPECT_LE(NR_PINNED, stayed);
+	for (i = PIN_FIRST; i < PIN_FIRST + NR_PINNED; i++)
+		EXPECT_EQ(self->from, self->status[i]) TH_LOG("page %d", i);
+	/* still mapped and writable */
+	for (i = PIN_FIRST; i < PIN_FIRST + NR_PINNED; i++)
+		self->buf[i * PAGE + 1] ^= 0x5a;
+	for (i = PIN_FIRST; i < PIN_FIRST + NR_PINNED; i++)
+		self->buf[i * PAGE + 1] ^= 0x5a;
+	EXPECT_TRUE(nu_intact(self->buf, NR * PAGE, SEED));
+}
+
+/* The writer: page k % NR gets k, one store every few microseconds. */
+static int w_stop;
+static unsigned long w_last;
+
+static void *writer(void *arg)
+{
+	unsigned long *buf = arg, k;
+	int spin;
+
+	for (k = 1; !__atomic_load_n(&w_stop, __ATOMIC_RELAXED); k++) {
+		buf[(k % NR) * (PAGE / sizeof(*buf))] = k;
+		__atomic_store_n(&w_last, k, __ATOMIC_RELEASE);
+		for (spin = 0; spin < 2000; spin++)
+			asm volatile("" ::: "memory");
+	}
+	return NULL;
+}
+
+/* How many pages do not hold the last value the writer stored to them. */
+static int lost_stores(const unsigned long *buf, unsigned long last)
+{
+	int p, lost = 0;
+
+	for (p = 0; p < NR; p++) {
+		unsigned long want = last - ((last - p) % NR);
+
+		if (last >= NR && buf[p * (PAGE / sizeof(*buf))] != want)
+			lost++;
+	}
+	return lost;
+}
+
+TEST_F(mr, no_store_lost)
+{
+	unsigned long *buf = (unsigned long *)self->buf;
+	int round, lost = 0, moved = 0;
+	pthread_t t;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		SKIP(return, "needs two CPUs");
+	ASSERT_EQ(0, nu_write_str(SYSCTL, "1"));
+	for (round = 0; round < 20 && !lost; round++) {
+		int node = round & 1 ? self->from : self->to, i;
+
+		for (i = 0; i < NR; i++)
+			self->nodes[i] = node;
+		w_stop = 0;
+		ASSERT_EQ(0, pthread_create(&t, NULL, writer, buf));
+		while (__atomic_load_n(&w_last, __ATOMIC_ACQUIRE) < 2 * NR)
+			;
+		EXPECT_LE(0, nu_move_pages_where(0, NR, self->addrs,
+						 self->nodes, self->status,
+						 MPOL_MF_MOVE));
+		__atomic_store_n(&w_stop, 1, __ATOMIC_RELAXED);
+		pthread_join(t, NULL);
+		moved += nu_pages_on(self->buf, NR * PAGE, node);
+		lost = lost_stores(buf, w_last);
+		w_last = 0;
+	}
+	TH_LOG("%d rounds, %d pages moved, %d stores lost", round, moved, lost);
+	EXPECT_LE(round * NR * 9 / 10, moved);
+	EXPECT_EQ(0, lost);
+}
+
+TEST_HARNESS_MAIN
