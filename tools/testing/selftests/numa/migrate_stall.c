@@ -28,7 +28,8 @@
  * and on the same way (read-only file variant by default), with the
  * stage breakdown of the off and on calls side by side; --knob order
  * compares vm.migrate_address_order (move_pages(2) of a shuffled address
- * array by default).
+ * array by default), --knob range vm.migrate_range_unmap (move_pages(2)
+ * of a range by default).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -54,6 +55,7 @@
 #define STAGES_FILE	"/sys/kernel/debug/mm/migrate_stages"
 #define ROCM_SYSCTL	"/proc/sys/vm/migrate_rocm"
 #define ORDER_SYSCTL	"/proc/sys/vm/migrate_address_order"
+#define RANGE_SYSCTL	"/proc/sys/vm/migrate_range_unmap"
 #define CHUNK		64		/* pages between progress stamps */
 #define MAX_WORKERS	16
 #define MAX_CALLS	4096
@@ -339,14 +341,24 @@ static const char * const stage_cols[] = {
  * What the bench switches: the stage timing itself, ROCM, or nothing
  * (both halves identical: plain rates, for comparing kernels).
  */
-static enum { KNOB_STAGES, KNOB_ROCM, KNOB_ORDER, KNOB_NONE } knob_kind;
+static enum {
+	KNOB_STAGES, KNOB_ROCM, KNOB_ORDER, KNOB_RANGE, KNOB_NONE
+} knob_kind;
 
 /* A sysctl feature switch, compared with the stage breakdown on. */
 static const char *knob_sysctl(void)
 {
 	if (knob_kind == KNOB_ROCM)
 		return ROCM_SYSCTL;
+	if (knob_kind == KNOB_RANGE)
+		return RANGE_SYSCTL;
 	return knob_kind == KNOB_ORDER ? ORDER_SYSCTL : NULL;
+}
+
+static const char *knob_name(void)
+{
+	return knob_kind == KNOB_ROCM ? "rocm" :
+	       knob_kind == KNOB_RANGE ? "range" : "order";
 }
 
 /* Cumulative count and ns of each stage_cols row; false if unreadable. */
@@ -1101,7 +1113,7 @@ static void run_bench(void)
 				       naa);
 		else if (knob_sysctl())
 			ksft_print_msg(FMT_BENCH_ROCM, v->name, ld->name,
-				       knob_kind == KNOB_ROCM ? "rocm" : "order", m, lo, hi, nab,
+				       knob_name(), m, lo, hi, nab,
 				       maa, loaa, hiaa, naa);
 		else
 			ksft_print_msg(FMT_BENCH_COST, v->name, ld->name, m, lo, hi, nab,
@@ -1121,7 +1133,7 @@ static void usage(const char *prog)
 	printf("Usage: %s [-b MiB] [-B sec] [-s sec] [-w workers] [-v variant]\n"
 	       "          [-o hist.csv] [--force]\n"
 	       "       %s --bench [-r rounds] [-S sec] [-M MiB] [-v variant] [-o csv]\n"
-	       "          [--loads idle,read,rw,rw_hog] [--knob stages|rocm|order|none]\n"
+	       "          [--loads idle,read,rw,rw_hog] [--knob stages|rocm|order|range|none]\n"
 	       "  variants: move_pages_4k move_pages_thp mbind_4k migrate_pages_4k\n"
 	       "            file_ro_tmpfs file_ro_ext4 (needs --ext4-dir) shared_fork move_pages_shuf\n",
 	       prog, prog);
@@ -1186,6 +1198,8 @@ static void parse_args(int argc, char **argv)
 				knob_kind = KNOB_ROCM;
 			} else if (!strcmp(optarg, "order")) {
 				knob_kind = KNOB_ORDER;
+			} else if (!strcmp(optarg, "range")) {
+				knob_kind = KNOB_RANGE;
 			} else if (!strcmp(optarg, "none")) {
 				knob_kind = KNOB_NONE;
 			} else if (strcmp(optarg, "stages")) {
