@@ -16,10 +16,18 @@
  * VMA one notifier range, and per PTE table one walk and one lock.  What
  * happens to each PTE is what try_to_migrate_one() does for an order-0
  * anon folio, and the flush is queued with the batch's (TTU_BATCH_FLUSH),
- * so nothing is copied before it.  A folio the pass cannot unmap (its PTE
- * is not what it expects, it is pinned, poisoned, or mapped where the
- * walk did not look) is left mapped, and migrate_folio_move() unmaps it
- * as it does a folio ROCM gives up: try_to_migrate() and a flush at once.
+ * so nothing is copied before it.  A PTE that try_to_migrate_one() would
+ * treat specially (a poisoned page, an unused PTE, arch_unmap_one()
+ * refusing) is put back as it was, and so is one whose folio may be
+ * pinned; a folio the pass leaves mapped (for these reasons, or mapped
+ * where it did not look) is unmapped by migrate_folio_move() as it
+ * unmaps a folio ROCM gives up: try_to_migrate() and a flush at once.
+ *
+ * After the copy, migrate_pages_batch() maps the moved folios of such a
+ * run again the same way (migrate_range_remap_run(), what
+ * remove_migration_pte() does for each PTE), before it unlocks them;
+ * VMAs with VM_LOCKED are left to remove_migration_ptes(), which runs
+ * after the folio is on its LRU list as mlock needs.
  *
  * vm.migrate_range_unmap (a static key) switches this on; 0 by default.
  */
@@ -41,7 +49,8 @@
 DEFINE_STATIC_KEY_FALSE(migrate_range_enabled);
 
 static atomic_long_t migrate_range_runs, migrate_range_unmapped,
-		     migrate_range_left;
+		     migrate_range_left, migrate_range_remap_runs,
+		     migrate_range_remapped, migrate_range_remap_left;
 
 bool __migrate_range_defer(struct folio *src)
 {
@@ -135,22 +144,32 @@ restore:
 	return false;
 }
 
-/* The notifier range of the run's part in @vma: its first to last page. */
-static void migrate_range_span(struct vm_area_struct *vma, pgoff_t first,
-			       pgoff_t last, unsigned long *start,
-			       unsigned long *end)
+/*
+ * The notifier range of the run's part in @vma: from the first to the
+ * last page of a folio still mapped.  False if there is none.
+ */
+static bool migrate_range_span(struct vm_area_struct *vma,
+			       struct folio *folio, unsigned int nr,
+			       unsigned long *start, unsigned long *end)
 {
-	pgoff_t lo = max(first, vma->vm_pgoff);
+	unsigned int i;
 
-	*start = vma->vm_start + ((lo - vma->vm_pgoff) << PAGE_SHIFT);
-	*end = vma->vm_start + ((last - vma->vm_pgoff + 1) << PAGE_SHIFT);
-	*end = min(*end, vma->vm_end);
+	*start = -EFAULT;
+	for (i = 0; i < nr; i++, folio = list_next_entry(folio, lru)) {
+		unsigned long addr = vma_address(vma, folio->index, 1);
+
+		if (IS_ERR_VALUE(addr) || !folio_mapped(folio))
+			continue;
+		if (IS_ERR_VALUE(*start))
+			*start = addr;
+		*end = addr + PAGE_SIZE;
+	}
+	return !IS_ERR_VALUE(*start);
 }
 
 /* Unmap the folios of the run that @vma maps, a PTE table at a time. */
 static void migrate_range_unmap_vma(struct vm_area_struct *vma,
-				    struct folio *first, struct folio *last,
-				    unsigned int nr)
+				    struct folio *first, unsigned int nr)
 {
 	struct mm_struct *mm = vma->vm_mm;
 	unsigned long table = -1UL, start, end;
@@ -160,7 +179,8 @@ static void migrate_range_unmap_vma(struct vm_area_struct *vma,
 	pte_t *ptes = NULL;
 	unsigned int i;
 
-	migrate_range_span(vma, first->index, last->index, &start, &end);
+	if (!migrate_range_span(vma, first, nr, &start, &end))
+		return;
 	mmu_notifier_range_init(&range, MMU_NOTIFY_CLEAR, 0, mm, start, end);
 	mmu_notifier_invalidate_range_start(&range);
 	update_hiwater_rss(mm);
@@ -189,12 +209,22 @@ static void migrate_range_unmap_vma(struct vm_area_struct *vma,
 	mmu_notifier_invalidate_range_end(&range);
 }
 
+/* How many of the @nr folios from @folio on are still mapped. */
+static unsigned int migrate_range_mapped(struct folio *folio, unsigned int nr)
+{
+	unsigned int i, mapped = 0;
+
+	for (i = 0; i < nr; i++, folio = list_next_entry(folio, lru))
+		mapped += folio_mapped(folio);
+	return mapped;
+}
+
 void migrate_range_unmap_run(struct folio *first, unsigned int nr)
 {
 	struct anon_vma *anon_vma = folio_anon_vma(first);
-	struct folio *last = first, *folio;
+	struct folio *last = first;
 	struct anon_vma_chain *avc;
-	unsigned int i, left = 0;
+	unsigned int i, left;
 
 	for (i = 1; i < nr; i++)
 		last = list_next_entry(last, lru);
@@ -209,17 +239,132 @@ void migrate_range_unmap_run(struct folio *first, unsigned int nr)
 		/* as in try_to_migrate(): see invalid_migration_vma() */
 		if (vma_is_temporary_stack(avc->vma))
 			continue;
-		migrate_range_unmap_vma(avc->vma, first, last, nr);
+		migrate_range_unmap_vma(avc->vma, first, nr);
+		/* as rmap_walk_anon() with folio_not_mapped() */
+		if (!migrate_range_mapped(first, nr))
+			break;
+		cond_resched();
 	}
 	anon_vma_unlock_read(anon_vma);
 
-	for (i = 0, folio = first; i < nr; i++) {
-		left += folio_mapped(folio);
-		folio = list_next_entry(folio, lru);
-	}
+	left = migrate_range_mapped(first, nr);
 	atomic_long_inc(&migrate_range_runs);
 	atomic_long_add(nr - left, &migrate_range_unmapped);
 	atomic_long_add(left, &migrate_range_left);
+}
+
+/*
+ * remove_migration_pte() for one PTE of an order-0 anon folio moved from
+ * @src to @dst, under the PTE table's lock: map @dst where the PTE holds
+ * a migration entry for @src.
+ */
+static void migrate_range_remap_pte(struct vm_area_struct *vma,
+				    struct folio *src, struct folio *dst,
+				    unsigned long addr, pte_t *ptep)
+{
+	pte_t old = ptep_get(ptep), pte;
+	rmap_t rmap_flags = RMAP_NONE;
+	swp_entry_t entry;
+
+	if (!is_swap_pte(old))
+		return;
+	entry = pte_to_swp_entry(old);
+	if (!is_migration_entry(entry) ||
+	    swp_offset_pfn(entry) != folio_pfn(src))
+		return;
+
+	folio_get(dst);
+	pte = mk_pte(&dst->page, READ_ONCE(vma->vm_page_prot));
+	if (!is_migration_entry_young(entry))
+		pte = pte_mkold(pte);
+	if (folio_test_dirty(dst) && is_migration_entry_dirty(entry))
+		pte = pte_mkdirty(pte);
+	if (pte_swp_soft_dirty(old))
+		pte = pte_mksoft_dirty(pte);
+	else
+		pte = pte_clear_soft_dirty(pte);
+	if (is_writable_migration_entry(entry))
+		pte = pte_mkwrite(pte, vma);
+	else if (pte_swp_uffd_wp(old))
+		pte = pte_mkuffd_wp(pte);
+	if (!is_readable_migration_entry(entry))
+		rmap_flags |= RMAP_EXCLUSIVE;
+
+	folio_add_anon_rmap_pte(dst, &dst->page, vma, addr, rmap_flags);
+	set_pte_at(vma->vm_mm, addr, ptep, pte);
+	trace_remove_migration_pte(addr, pte_val(pte), 0);
+	/* No need to invalidate: it was not present */
+	update_mmu_cache(vma, addr, ptep);
+}
+
+/* Remap the pairs of the run that @vma maps, a PTE table at a time. */
+static void migrate_range_remap_vma(struct vm_area_struct *vma,
+				    struct folio *src, struct folio *dst,
+				    unsigned int nr)
+{
+	struct mm_struct *mm = vma->vm_mm;
+	unsigned long table = -1UL;
+	spinlock_t *ptl = NULL;
+	pte_t *ptes = NULL;
+	unsigned int i;
+
+	for (i = 0; i < nr; i++, src = list_next_entry(src, lru),
+	     dst = list_next_entry(dst, lru)) {
+		unsigned long addr = vma_address(vma, src->index, 1);
+		pmd_t *pmd;
+
+		if (IS_ERR_VALUE(addr))
+			continue;
+		if ((addr & PMD_MASK) != table) {
+			if (ptes)
+				pte_unmap_unlock(ptes, ptl);
+			table = addr & PMD_MASK;
+			pmd = mm_find_pmd(mm, table);
+			ptes = pmd ? pte_offset_map_lock(mm, pmd, table, &ptl) :
+				     NULL;
+		}
+		if (ptes)
+			migrate_range_remap_pte(vma, src, dst, addr,
+						ptes + pte_index(addr));
+	}
+	if (ptes)
+		pte_unmap_unlock(ptes, ptl);
+}
+
+bool migrate_range_remap_run(struct folio *src, struct folio *dst,
+			     unsigned int nr)
+{
+	struct anon_vma *anon_vma = folio_anon_vma(src);
+	struct folio *last = src;
+	struct anon_vma_chain *avc;
+	bool all = true;
+	unsigned int i;
+
+	for (i = 1; i < nr; i++)
+		last = list_next_entry(last, lru);
+
+	/* as migrate_range_unmap_run(); every VMA, as rmap_walk_anon() */
+	anon_vma_lock_read(anon_vma);
+	anon_vma_interval_tree_foreach(avc, &anon_vma->rb_root, src->index,
+				       last->index) {
+		/*
+		 * Mapping a folio into a VM_LOCKED VMA mlocks it, which
+		 * needs it on an LRU list first: migrate_folio_move()'s
+		 * order, which remove_migration_ptes() keeps for these.
+		 */
+		if (avc->vma->vm_flags & VM_LOCKED) {
+			all = false;
+			continue;
+		}
+		migrate_range_remap_vma(avc->vma, src, dst, nr);
+		cond_resched();
+	}
+	anon_vma_unlock_read(anon_vma);
+
+	atomic_long_inc(&migrate_range_remap_runs);
+	atomic_long_add(nr, all ? &migrate_range_remapped :
+				  &migrate_range_remap_left);
+	return all;
 }
 
 #ifdef CONFIG_SYSCTL
@@ -234,8 +379,10 @@ static struct ctl_table migrate_range_sysctls[] = {
 #endif
 
 /*
- * debugfs migrate_range/stats: runs unmapped, folios they unmapped, and
- * folios they left mapped for migrate_folio_move() to unmap.
+ * debugfs migrate_range/stats: runs unmapped, folios they unmapped,
+ * folios they left mapped for migrate_folio_move() to unmap; runs
+ * remapped, folios they remapped, folios of runs that also needed
+ * remove_migration_ptes() (a VM_LOCKED VMA).
  */
 static int migrate_range_stats_show(struct seq_file *m, void *v)
 {
@@ -243,6 +390,10 @@ static int migrate_range_stats_show(struct seq_file *m, void *v)
 		   atomic_long_read(&migrate_range_runs),
 		   atomic_long_read(&migrate_range_unmapped),
 		   atomic_long_read(&migrate_range_left));
+	seq_printf(m, "remap_runs %ld\nremapped %ld\nremap_left %ld\n",
+		   atomic_long_read(&migrate_range_remap_runs),
+		   atomic_long_read(&migrate_range_remapped),
+		   atomic_long_read(&migrate_range_remap_left));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(migrate_range_stats);

@@ -351,12 +351,14 @@ void __migrate_stage_unmapped(u64 t0, int nr_ptes)
 }
 
 /*
- * A range unmap took the @nr folios from the @idx-th of the batch from
- * @t0 to now in one pass: each sampled one gets an equal share as its
- * UNMAP, one PTE each.
+ * A range unmap or remap (@stage) took the @nr folios from the @idx-th
+ * of the batch from @t0 to now in one pass: each sampled one gets an
+ * equal share (and, for UNMAP, one PTE, and its share as its own UNMAP
+ * in its record, whose WINDOW starts then).
  */
-void __migrate_stage_run_unmapped(struct migrate_stage_ctx *ctx,
-				  unsigned int idx, unsigned int nr, u64 t0)
+void __migrate_stage_run_done(struct migrate_stage_ctx *ctx,
+			      enum migrate_stage stage, unsigned int idx,
+			      unsigned int nr, u64 t0)
 {
 	u64 now = ms_now(), share = div_u64(now > t0 ? now - t0 : 0, nr);
 	unsigned int i;
@@ -365,8 +367,18 @@ void __migrate_stage_run_unmapped(struct migrate_stage_ctx *ctx,
 		return;
 	for (i = 0; i < nr; i++) {
 		migrate_stage_folio_select(ctx, idx + i);
-		if (ctx->folio_on)
-			__migrate_stage_unmapped(now - share, 1);
+		if (!ctx->folio_on)
+			continue;
+		if (stage != MIGRATE_STAGE_UNMAP) {
+			ms_stage_done(stage, share);
+			continue;
+		}
+		__migrate_stage_unmapped(now - share, 1);
+		/* its slot was filled when it was left mapped: correct it */
+		if (idx + i < ctx->cap_unmapped) {
+			ctx->slots[idx + i].t_unmap = t0 + share * i;
+			ctx->slots[idx + i].unmap_ns = share;
+		}
 	}
 }
 

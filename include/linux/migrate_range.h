@@ -20,6 +20,8 @@ bool __migrate_range_defer(struct folio *src);
 bool migrate_range_joins(struct folio *first, struct folio *last,
 			 unsigned int nr, struct folio *folio);
 void migrate_range_unmap_run(struct folio *first, unsigned int nr);
+bool migrate_range_remap_run(struct folio *src, struct folio *dst,
+			     unsigned int nr);
 
 /*
  * Should migrate_folio_unmap() leave the mapped, locked @src for its
@@ -32,8 +34,42 @@ static inline bool migrate_range_defer(struct folio *src, enum ttu_flags ttu)
 	return static_branch_unlikely(&migrate_range_enabled) &&
 	       (ttu & TTU_BATCH_FLUSH) && __migrate_range_defer(src);
 }
+
+/* Does migrate_pages_batch() remap its moved folios in runs? */
+static inline bool migrate_range_remap_wanted(void)
+{
+	return static_branch_unlikely(&migrate_range_enabled);
+}
+
+/*
+ * May @src, moved to @dst, be remapped with its run?  Not a swap cache
+ * folio: migrate_folio_move() keeps its state in @dst's private field
+ * until then.
+ */
+static inline bool migrate_range_remap_ok(struct folio *src,
+					  struct folio *dst)
+{
+	return __migrate_range_defer(src) && !folio_test_swapcache(dst);
+}
 #else
 static inline bool migrate_range_defer(struct folio *src, enum ttu_flags ttu)
+{
+	return false;
+}
+
+static inline bool migrate_range_remap_wanted(void)
+{
+	return false;
+}
+
+static inline bool migrate_range_remap_ok(struct folio *src,
+					  struct folio *dst)
+{
+	return false;
+}
+
+static inline bool migrate_range_remap_run(struct folio *src,
+					   struct folio *dst, unsigned int nr)
 {
 	return false;
 }

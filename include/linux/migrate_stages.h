@@ -127,8 +127,9 @@ static inline bool migrate_stage_sampled(const struct migrate_stage_ctx *ctx,
 void __migrate_stage_end(enum migrate_stage stage, u64 t0);
 void __migrate_stage_copied(u64 t0, size_t bytes);
 void __migrate_stage_unmapped(u64 t0, int nr_ptes);
-void __migrate_stage_run_unmapped(struct migrate_stage_ctx *ctx,
-				  unsigned int idx, unsigned int nr, u64 t0);
+void __migrate_stage_run_done(struct migrate_stage_ctx *ctx,
+			      enum migrate_stage stage, unsigned int idx,
+			      unsigned int nr, u64 t0);
 u64 __migrate_stage_flush_begin(void);
 void __migrate_stage_batch_begin(struct migrate_stage_ctx *ctx, int mode,
 				 int reason);
@@ -231,19 +232,20 @@ static inline void migrate_stage_folio_select(struct migrate_stage_ctx *ctx,
 		ctx->folio_on = migrate_stage_sampled(ctx, idx);
 }
 
-/* A range unmap of several folios begins: 0 when off. */
+/* A range unmap or remap of several folios begins: 0 when off. */
 static inline u64 migrate_stage_run_begin(void)
 {
 	return migrate_stages_on() ? __migrate_stage_now() : 0;
 }
 
-/* ... and has unmapped the @nr folios from the @idx-th since @t0. */
-static inline void migrate_stage_run_unmapped(struct migrate_stage_ctx *ctx,
-					      unsigned int idx,
-					      unsigned int nr, u64 t0)
+/* ... and has done @stage for the @nr folios from the @idx-th since @t0. */
+static inline void migrate_stage_run_done(struct migrate_stage_ctx *ctx,
+					  enum migrate_stage stage,
+					  unsigned int idx, unsigned int nr,
+					  u64 t0)
 {
 	if (t0)
-		__migrate_stage_run_unmapped(ctx, idx, nr, t0);
+		__migrate_stage_run_done(ctx, stage, idx, nr, t0);
 }
 
 /* The @idx-th unmapped folio was moved (or given up) and unlocked. */
@@ -301,9 +303,10 @@ static inline void migrate_stage_folio_moved(struct migrate_stage_ctx *ctx,
 static inline void migrate_stage_folio_select(struct migrate_stage_ctx *ctx,
 					      unsigned int idx) { }
 static inline u64 migrate_stage_run_begin(void) { return 0; }
-static inline void migrate_stage_run_unmapped(struct migrate_stage_ctx *ctx,
-					      unsigned int idx,
-					      unsigned int nr, u64 t0) { }
+static inline void migrate_stage_run_done(struct migrate_stage_ctx *ctx,
+					  enum migrate_stage stage,
+					  unsigned int idx, unsigned int nr,
+					  u64 t0) { }
 static inline void migrate_stage_fault_wait(unsigned long pfn, u64 t0) { }
 static inline void migrate_stage_rocm(void) { }
 

