@@ -256,22 +256,25 @@ void migrate_range_unmap_run(struct folio *first, unsigned int nr)
 /*
  * remove_migration_pte() for one PTE of an order-0 anon folio moved from
  * @src to @dst, under the PTE table's lock: map @dst where the PTE holds
- * a migration entry for @src.
+ * a migration entry for @src, unless @look_only.  True if it did hold one.
  */
-static void migrate_range_remap_pte(struct vm_area_struct *vma,
+static bool migrate_range_remap_pte(struct vm_area_struct *vma,
 				    struct folio *src, struct folio *dst,
-				    unsigned long addr, pte_t *ptep)
+				    unsigned long addr, pte_t *ptep,
+				    bool look_only)
 {
 	pte_t old = ptep_get(ptep), pte;
 	rmap_t rmap_flags = RMAP_NONE;
 	swp_entry_t entry;
 
 	if (!is_swap_pte(old))
-		return;
+		return false;
 	entry = pte_to_swp_entry(old);
 	if (!is_migration_entry(entry) ||
 	    swp_offset_pfn(entry) != folio_pfn(src))
-		return;
+		return false;
+	if (look_only)
+		return true;
 
 	folio_get(dst);
 	pte = mk_pte(&dst->page, READ_ONCE(vma->vm_page_prot));
@@ -292,21 +295,30 @@ static void migrate_range_remap_pte(struct vm_area_struct *vma,
 
 	folio_add_anon_rmap_pte(dst, &dst->page, vma, addr, rmap_flags);
 	set_pte_at(vma->vm_mm, addr, ptep, pte);
+	/* mlock() may have set VM_LOCKED since the caller looked */
+	if (vma->vm_flags & VM_LOCKED)
+		mlock_drain_local();
 	trace_remove_migration_pte(addr, pte_val(pte), 0);
 	/* No need to invalidate: it was not present */
 	update_mmu_cache(vma, addr, ptep);
+	return true;
 }
 
-/* Remap the pairs of the run that @vma maps, a PTE table at a time. */
-static void migrate_range_remap_vma(struct vm_area_struct *vma,
-				    struct folio *src, struct folio *dst,
-				    unsigned int nr)
+/*
+ * Remap the pairs of the run that @vma maps, a PTE table at a time, or
+ * with @look_only only count their migration entries.  Returns how many
+ * entries it found.
+ */
+static unsigned int migrate_range_remap_vma(struct vm_area_struct *vma,
+					    struct folio *src,
+					    struct folio *dst,
+					    unsigned int nr, bool look_only)
 {
 	struct mm_struct *mm = vma->vm_mm;
 	unsigned long table = -1UL;
+	unsigned int i, found = 0;
 	spinlock_t *ptl = NULL;
 	pte_t *ptes = NULL;
-	unsigned int i;
 
 	for (i = 0; i < nr; i++, src = list_next_entry(src, lru),
 	     dst = list_next_entry(dst, lru)) {
@@ -324,21 +336,22 @@ static void migrate_range_remap_vma(struct vm_area_struct *vma,
 				     NULL;
 		}
 		if (ptes)
-			migrate_range_remap_pte(vma, src, dst, addr,
-						ptes + pte_index(addr));
+			found += migrate_range_remap_pte(vma, src, dst, addr,
+							 ptes + pte_index(addr),
+							 look_only);
 	}
 	if (ptes)
 		pte_unmap_unlock(ptes, ptl);
+	return found;
 }
 
 bool migrate_range_remap_run(struct folio *src, struct folio *dst,
 			     unsigned int nr)
 {
 	struct anon_vma *anon_vma = folio_anon_vma(src);
+	unsigned int i, mapped = 0, locked = 0;
 	struct folio *last = src;
 	struct anon_vma_chain *avc;
-	bool all = true;
-	unsigned int i;
 
 	for (i = 1; i < nr; i++)
 		last = list_next_entry(last, lru);
@@ -352,19 +365,22 @@ bool migrate_range_remap_run(struct folio *src, struct folio *dst,
 		 * needs it on an LRU list first: migrate_folio_move()'s
 		 * order, which remove_migration_ptes() keeps for these.
 		 */
-		if (avc->vma->vm_flags & VM_LOCKED) {
-			all = false;
-			continue;
-		}
-		migrate_range_remap_vma(avc->vma, src, dst, nr);
+		bool vm_locked = READ_ONCE(avc->vma->vm_flags) & VM_LOCKED;
+		unsigned int n;
+
+		n = migrate_range_remap_vma(avc->vma, src, dst, nr, vm_locked);
+		if (vm_locked)
+			locked += n;
+		else
+			mapped += n;
 		cond_resched();
 	}
 	anon_vma_unlock_read(anon_vma);
 
 	atomic_long_inc(&migrate_range_remap_runs);
-	atomic_long_add(nr, all ? &migrate_range_remapped :
-				  &migrate_range_remap_left);
-	return all;
+	atomic_long_add(mapped, &migrate_range_remapped);
+	atomic_long_add(locked, &migrate_range_remap_left);
+	return !locked;
 }
 
 #ifdef CONFIG_SYSCTL
@@ -381,8 +397,8 @@ static struct ctl_table migrate_range_sysctls[] = {
 /*
  * debugfs migrate_range/stats: runs unmapped, folios they unmapped,
  * folios they left mapped for migrate_folio_move() to unmap; runs
- * remapped, folios they remapped, folios of runs that also needed
- * remove_migration_ptes() (a VM_LOCKED VMA).
+ * remapped, PTEs they mapped, PTEs they left to remove_migration_ptes()
+ * (in VM_LOCKED VMAs).
  */
 static int migrate_range_stats_show(struct seq_file *m, void *v)
 {

@@ -6,8 +6,9 @@
  * order-0 anon folios of one anon_vma in ascending offset order in one
  * pass (one anon_vma lock, one walk and lock per PTE table) instead of
  * one rmap walk per folio, and maps the moved folios again the same way;
- * /sys/kernel/debug/migrate_range/stats counts the runs and the folios
- * they unmapped, remapped or left to the per-folio path.  Checked here,
+ * /sys/kernel/debug/migrate_range/stats counts the runs, the folios they
+ * unmapped and the PTEs they remapped, and what they left to the
+ * per-folio path.  Checked here,
  * each time with the data and the placement:
  *   - a move_pages(2) of a range is unmapped and remapped in runs of at
  *     most 64 folios, and at 0 (stock) neither runs;
@@ -148,7 +149,7 @@ static void mr_move(struct __test_metadata *_metadata, FIXTURE_DATA(mr) *self,
 	d->remap_runs = after.remap_runs - self->before.remap_runs;
 	d->remapped = after.remapped - self->before.remapped;
 	d->remap_left = after.remap_left - self->before.remap_left;
-	TH_LOG("range %s: unmap %ld runs, %ld folios, %ld left; remap %ld runs, %ld folios, %ld left",
+	TH_LOG("range %s: unmap %ld runs, %ld folios, %ld left; remap %ld runs, %ld PTEs, %ld left",
 	       on, d->runs, d->unmapped, d->left, d->remap_runs, d->remapped,
 	       d->remap_left);
 	EXPECT_LE(NR * 9 / 10, nu_pages_on(self->buf, NR * PAGE,
