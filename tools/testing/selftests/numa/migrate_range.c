@@ -14,6 +14,8 @@
  *     most 64 folios, and at 0 (stock) neither runs;
  *   - in an mlock()ed VMA the folios stay mlocked: the remap leaves such
  *     VMAs to remove_migration_ptes();
+ *   - the soft-dirty and uffd-wp bits of each PTE (/proc/self/pagemap)
+ *     come through the move as they were;
  *   - a shuffled array makes runs only once the batch is sorted
  *     (vm.migrate_address_order);
  *   - pages shared with a child after fork() are unmapped from both mms,
@@ -37,8 +39,10 @@
 #include <string.h>
 #include <unistd.h>
 #include <linux/mempolicy.h>
+#include <linux/userfaultfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "../kselftest_harness.h"
@@ -70,18 +74,30 @@ static int mr_stats_read(struct mr_stats *s)
 		      &s->remapped, &s->remap_left) == 6 ? 0 : -1;
 }
 
-/* The frame mapped at @p by /proc/self/pagemap; 0 if not present. */
-static uint64_t pfn_of(const void *p)
+#define PM_SOFT_DIRTY	55
+#define PM_UFFD_WP	57
+#define PM_PRESENT	63
+
+/* The /proc/self/pagemap entry of @p; 0 if it cannot be read. */
+static uint64_t pm_entry(const void *p)
 {
 	int fd = open("/proc/self/pagemap", O_RDONLY);
 	uint64_t e = 0;
 
 	if (fd < 0)
 		return 0;
-	if (pread(fd, &e, 8, (uintptr_t)p / PAGE * 8) != 8 || !(e >> 63))
+	if (pread(fd, &e, 8, (uintptr_t)p / PAGE * 8) != 8)
 		e = 0;
 	close(fd);
-	return e & ((1ULL << 55) - 1);
+	return e;
+}
+
+/* The frame mapped at @p; 0 if not present. */
+static uint64_t pfn_of(const void *p)
+{
+	uint64_t e = pm_entry(p);
+
+	return e >> PM_PRESENT ? e & ((1ULL << 55) - 1) : 0;
 }
 
 FIXTURE(mr) {
@@ -286,6 +302,83 @@ TEST_F(mr, shared_with_child)
 	EXPECT_TRUE(WIFEXITED(st) && !WEXITSTATUS(st))
 		TH_LOG("the child's data changed");
 	signal(SIGUSR1, SIG_DFL);
+}
+
+/* Write-protect page @i of @buf with userfaultfd @uffd. */
+static int uffd_wp_page(int uffd, char *buf, int i)
+{
+	struct uffdio_writeprotect wp = {
+		.range = { .start = (uintptr_t)buf + i * PAGE, .len = PAGE },
+		.mode = UFFDIO_WRITEPROTECT_MODE_WP,
+	};
+
+	return ioctl(uffd, UFFDIO_WRITEPROTECT, &wp);
+}
+
+/* A userfaultfd with @buf registered for write protection; -1 if none. */
+static int uffd_wp_open(char *buf)
+{
+	struct uffdio_api api = { .api = UFFD_API,
+				  .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP };
+	struct uffdio_register reg = {
+		.range = { .start = (uintptr_t)buf, .len = NR * PAGE },
+		.mode = UFFDIO_REGISTER_MODE_WP,
+	};
+	int uffd = syscall(__NR_userfaultfd, O_CLOEXEC);
+
+	if (uffd < 0)
+		return -1;
+	if (ioctl(uffd, UFFDIO_API, &api) || ioctl(uffd, UFFDIO_REGISTER, &reg)) {
+		close(uffd);
+		return -1;
+	}
+	return uffd;
+}
+
+/* Bit @bit of each page's pagemap entry, as a string of 0s and 1s. */
+static void pm_bits(const char *buf, int bit, char *out)
+{
+	int i;
+
+	for (i = 0; i < NR; i++)
+		out[i] = '0' + (pm_entry(buf + i * PAGE) >> bit & 1);
+	out[NR] = '\0';
+}
+
+TEST_F(mr, pte_bits_carried)
+{
+	char sd[NR + 1], wp[NR + 1], sd2[NR + 1], wp2[NR + 1];
+	struct mr_stats d;
+	int uffd, i;
+
+	if (nu_write_str("/proc/self/clear_refs", "4"))
+		SKIP(return, "no soft-dirty tracking (CONFIG_MEM_SOFT_DIRTY)");
+	uffd = uffd_wp_open(self->buf);
+	if (uffd < 0)
+		SKIP(return, "no userfaultfd write protection (CONFIG_USERFAULTFD)");
+	/* soft-dirty: every third page written since the clear */
+	for (i = 0; i < NR; i += 3)
+		__atomic_fetch_or(&self->buf[i * PAGE], 0, __ATOMIC_RELAXED);
+	/* uffd-wp: every fourth page */
+	for (i = 0; i < NR; i += 4)
+		ASSERT_EQ(0, uffd_wp_page(uffd, self->buf, i));
+	pm_bits(self->buf, PM_SOFT_DIRTY, sd);
+	pm_bits(self->buf, PM_UFFD_WP, wp);
+	/* the setup took: both bits vary from page to page */
+	ASSERT_NE(NULL, strchr(sd, '0'));
+	ASSERT_NE(NULL, strchr(sd, '1'));
+	ASSERT_NE(NULL, strchr(wp, '0'));
+	ASSERT_NE(NULL, strchr(wp, '1'));
+
+	mr_move(_metadata, self, "1", MPOL_MF_MOVE, &d);
+	EXPECT_LE(NR * 9 / 10, d.remapped);
+	pm_bits(self->buf, PM_SOFT_DIRTY, sd2);
+	pm_bits(self->buf, PM_UFFD_WP, wp2);
+	for (i = 0; i < NR; i++) {
+		EXPECT_EQ(sd[i], sd2[i]) TH_LOG("page %d soft-dirty", i);
+		EXPECT_EQ(wp[i], wp2[i]) TH_LOG("page %d uffd-wp", i);
+	}
+	close(uffd);
 }
 
 #define PIN_FIRST	100
