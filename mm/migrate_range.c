@@ -83,15 +83,69 @@ bool migrate_range_joins(struct folio *first, struct folio *last,
 				       folio->index);
 }
 
+/* A pass over the part of a run that one VMA maps. */
+struct migrate_range_walk {
+	struct vm_area_struct *vma;
+	struct folio *src;	/* the run's first folio */
+	struct folio *dst;	/* its destination: remap only */
+	unsigned int nr;
+	bool look_only;		/* remap: only count the entries */
+	/* what to do to a PTE mapping @src, under its table's lock */
+	bool (*pte)(struct migrate_range_walk *w, struct folio *src,
+		    struct folio *dst, unsigned long addr, pte_t *ptep);
+};
+
+/*
+ * Call w->pte() for each folio of the run at its address in w->vma, a
+ * PTE table at a time (one walk down and one lock per table).  The unmap
+ * skips folios no longer mapped.  Returns how many calls returned true.
+ */
+static unsigned int migrate_range_walk_ptes(struct migrate_range_walk *w)
+{
+	struct mm_struct *mm = w->vma->vm_mm;
+	struct folio *src = w->src, *dst = w->dst;
+	unsigned long table = -1UL;
+	unsigned int i, done = 0;
+	spinlock_t *ptl = NULL;
+	pte_t *ptes = NULL;
+
+	for (i = 0; i < w->nr; i++) {
+		unsigned long addr = vma_address(w->vma, src->index, 1);
+		pmd_t *pmd;
+
+		if (!IS_ERR_VALUE(addr) && (dst || folio_mapped(src))) {
+			if ((addr & PMD_MASK) != table) {
+				if (ptes)
+					pte_unmap_unlock(ptes, ptl);
+				table = addr & PMD_MASK;
+				pmd = mm_find_pmd(mm, table);
+				ptes = pmd ? pte_offset_map_lock(mm, pmd, table,
+								 &ptl) : NULL;
+			}
+			/* no PTE table here (none, or a huge PMD): nothing */
+			if (ptes)
+				done += w->pte(w, src, dst, addr,
+					       ptes + pte_index(addr));
+		}
+		src = list_next_entry(src, lru);
+		if (dst)
+			dst = list_next_entry(dst, lru);
+	}
+	if (ptes)
+		pte_unmap_unlock(ptes, ptl);
+	return done;
+}
+
 /*
  * try_to_migrate_one() for one PTE of an order-0 anon folio, under the
  * PTE table's lock.  False, with the PTE as it was, if it does not map
  * @folio or the folio cannot leave it now.
  */
-static bool migrate_range_unmap_pte(struct vm_area_struct *vma,
-				    struct folio *folio, unsigned long addr,
-				    pte_t *ptep)
+static bool migrate_range_unmap_pte(struct migrate_range_walk *w,
+				    struct folio *folio, struct folio *unused,
+				    unsigned long addr, pte_t *ptep)
 {
+	struct vm_area_struct *vma = w->vma;
 	struct mm_struct *mm = vma->vm_mm;
 	struct page *page = &folio->page;
 	pte_t pte = ptep_get(ptep), swp_pte;
@@ -171,41 +225,20 @@ static bool migrate_range_span(struct vm_area_struct *vma,
 static void migrate_range_unmap_vma(struct vm_area_struct *vma,
 				    struct folio *first, unsigned int nr)
 {
-	struct mm_struct *mm = vma->vm_mm;
-	unsigned long table = -1UL, start, end;
+	struct migrate_range_walk w = {
+		.vma = vma, .src = first, .nr = nr,
+		.pte = migrate_range_unmap_pte,
+	};
 	struct mmu_notifier_range range;
-	struct folio *folio = first;
-	spinlock_t *ptl = NULL;
-	pte_t *ptes = NULL;
-	unsigned int i;
+	unsigned long start, end;
 
 	if (!migrate_range_span(vma, first, nr, &start, &end))
 		return;
-	mmu_notifier_range_init(&range, MMU_NOTIFY_CLEAR, 0, mm, start, end);
+	mmu_notifier_range_init(&range, MMU_NOTIFY_CLEAR, 0, vma->vm_mm,
+				start, end);
 	mmu_notifier_invalidate_range_start(&range);
-	update_hiwater_rss(mm);
-
-	for (i = 0; i < nr; i++, folio = list_next_entry(folio, lru)) {
-		unsigned long addr = vma_address(vma, folio->index, 1);
-		pmd_t *pmd;
-
-		if (IS_ERR_VALUE(addr) || !folio_mapped(folio))
-			continue;
-		if ((addr & PMD_MASK) != table) {
-			if (ptes)
-				pte_unmap_unlock(ptes, ptl);
-			table = addr & PMD_MASK;
-			pmd = mm_find_pmd(mm, table);
-			ptes = pmd ? pte_offset_map_lock(mm, pmd, table, &ptl) :
-				     NULL;
-		}
-		/* no PTE table here (none, or a huge PMD): nothing to do */
-		if (ptes)
-			migrate_range_unmap_pte(vma, folio, addr,
-						ptes + pte_index(addr));
-	}
-	if (ptes)
-		pte_unmap_unlock(ptes, ptl);
+	update_hiwater_rss(vma->vm_mm);
+	migrate_range_walk_ptes(&w);
 	mmu_notifier_invalidate_range_end(&range);
 }
 
@@ -256,13 +289,13 @@ void migrate_range_unmap_run(struct folio *first, unsigned int nr)
 /*
  * remove_migration_pte() for one PTE of an order-0 anon folio moved from
  * @src to @dst, under the PTE table's lock: map @dst where the PTE holds
- * a migration entry for @src, unless @look_only.  True if it did hold one.
+ * a migration entry for @src, unless w->look_only.  True if it held one.
  */
-static bool migrate_range_remap_pte(struct vm_area_struct *vma,
+static bool migrate_range_remap_pte(struct migrate_range_walk *w,
 				    struct folio *src, struct folio *dst,
-				    unsigned long addr, pte_t *ptep,
-				    bool look_only)
+				    unsigned long addr, pte_t *ptep)
 {
+	struct vm_area_struct *vma = w->vma;
 	pte_t old = ptep_get(ptep), pte;
 	rmap_t rmap_flags = RMAP_NONE;
 	swp_entry_t entry;
@@ -273,7 +306,7 @@ static bool migrate_range_remap_pte(struct vm_area_struct *vma,
 	if (!is_migration_entry(entry) ||
 	    swp_offset_pfn(entry) != folio_pfn(src))
 		return false;
-	if (look_only)
+	if (w->look_only)
 		return true;
 
 	folio_get(dst);
@@ -304,47 +337,6 @@ static bool migrate_range_remap_pte(struct vm_area_struct *vma,
 	return true;
 }
 
-/*
- * Remap the pairs of the run that @vma maps, a PTE table at a time, or
- * with @look_only only count their migration entries.  Returns how many
- * entries it found.
- */
-static unsigned int migrate_range_remap_vma(struct vm_area_struct *vma,
-					    struct folio *src,
-					    struct folio *dst,
-					    unsigned int nr, bool look_only)
-{
-	struct mm_struct *mm = vma->vm_mm;
-	unsigned long table = -1UL;
-	unsigned int i, found = 0;
-	spinlock_t *ptl = NULL;
-	pte_t *ptes = NULL;
-
-	for (i = 0; i < nr; i++, src = list_next_entry(src, lru),
-	     dst = list_next_entry(dst, lru)) {
-		unsigned long addr = vma_address(vma, src->index, 1);
-		pmd_t *pmd;
-
-		if (IS_ERR_VALUE(addr))
-			continue;
-		if ((addr & PMD_MASK) != table) {
-			if (ptes)
-				pte_unmap_unlock(ptes, ptl);
-			table = addr & PMD_MASK;
-			pmd = mm_find_pmd(mm, table);
-			ptes = pmd ? pte_offset_map_lock(mm, pmd, table, &ptl) :
-				     NULL;
-		}
-		if (ptes)
-			found += migrate_range_remap_pte(vma, src, dst, addr,
-							 ptes + pte_index(addr),
-							 look_only);
-	}
-	if (ptes)
-		pte_unmap_unlock(ptes, ptl);
-	return found;
-}
-
 bool migrate_range_remap_run(struct folio *src, struct folio *dst,
 			     unsigned int nr)
 {
@@ -366,9 +358,12 @@ bool migrate_range_remap_run(struct folio *src, struct folio *dst,
 		 * order, which remove_migration_ptes() keeps for these.
 		 */
 		bool vm_locked = READ_ONCE(avc->vma->vm_flags) & VM_LOCKED;
-		unsigned int n;
+		struct migrate_range_walk w = {
+			.vma = avc->vma, .src = src, .dst = dst, .nr = nr,
+			.look_only = vm_locked, .pte = migrate_range_remap_pte,
+		};
+		unsigned int n = migrate_range_walk_ptes(&w);
 
-		n = migrate_range_remap_vma(avc->vma, src, dst, nr, vm_locked);
 		if (vm_locked)
 			locked += n;
 		else
