@@ -257,6 +257,11 @@ TEST_F(mr, shuffled_runs_need_sorting)
 	mr_move(_metadata, self, "1", MPOL_MF_MOVE, &unsorted);
 	for (i = 0; i < NR; i++)
 		self->nodes[i] = self->from;
+	/*
+	 * The pages now sit at PFNs allocated in array order, and a batch
+	 * whose PFNs ascend counts as ordered and is kept: shuffle again.
+	 */
+	shuffle(self->addrs, NR);
 	ASSERT_EQ(0, nu_write_str(ORDER, "1"));
 	mr_move(_metadata, self, "1", MPOL_MF_MOVE, &sorted);
 	/* in array order about every other neighbour descends */
