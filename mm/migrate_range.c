@@ -89,7 +89,7 @@ struct migrate_range_walk {
 	struct folio *src;	/* the run's first folio */
 	struct folio *dst;	/* its destination: remap only */
 	unsigned int nr;
-	bool look_only;		/* remap: only count the entries */
+	unsigned int locked;	/* remap: entries left in VM_LOCKED VMAs */
 	/* what to do to a PTE mapping @src, under its table's lock */
 	bool (*pte)(struct migrate_range_walk *w, struct folio *src,
 		    struct folio *dst, unsigned long addr, pte_t *ptep);
@@ -99,8 +99,10 @@ struct migrate_range_walk {
  * Call w->pte() for each folio of the run at its address in w->vma, a
  * PTE table at a time (one walk down and one lock per table).  The unmap
  * skips folios no longer mapped.  Returns how many calls returned true.
+ * Inlined, so that w->pte() is a direct call.
  */
-static unsigned int migrate_range_walk_ptes(struct migrate_range_walk *w)
+static __always_inline unsigned int
+migrate_range_walk_ptes(struct migrate_range_walk *w)
 {
 	struct mm_struct *mm = w->vma->vm_mm;
 	struct folio *src = w->src, *dst = w->dst;
@@ -289,7 +291,11 @@ void migrate_range_unmap_run(struct folio *first, unsigned int nr)
 /*
  * remove_migration_pte() for one PTE of an order-0 anon folio moved from
  * @src to @dst, under the PTE table's lock: map @dst where the PTE holds
- * a migration entry for @src, unless w->look_only.  True if it held one.
+ * a migration entry for @src.  True if it did.  Mapping a folio into a
+ * VM_LOCKED VMA mlocks it, which needs it on an LRU list first
+ * (migrate_folio_move()'s order): such an entry is only counted in
+ * w->locked, for remove_migration_ptes() after the LRU add.  VM_LOCKED is
+ * read under the PTE lock: mlock() sets it before its own PTE walk.
  */
 static bool migrate_range_remap_pte(struct migrate_range_walk *w,
 				    struct folio *src, struct folio *dst,
@@ -306,8 +312,10 @@ static bool migrate_range_remap_pte(struct migrate_range_walk *w,
 	if (!is_migration_entry(entry) ||
 	    swp_offset_pfn(entry) != folio_pfn(src))
 		return false;
-	if (w->look_only)
-		return true;
+	if (READ_ONCE(vma->vm_flags) & VM_LOCKED) {
+		w->locked++;
+		return false;
+	}
 
 	folio_get(dst);
 	pte = mk_pte(&dst->page, READ_ONCE(vma->vm_page_prot));
@@ -328,9 +336,6 @@ static bool migrate_range_remap_pte(struct migrate_range_walk *w,
 
 	folio_add_anon_rmap_pte(dst, &dst->page, vma, addr, rmap_flags);
 	set_pte_at(vma->vm_mm, addr, ptep, pte);
-	/* mlock() may have set VM_LOCKED since the caller looked */
-	if (vma->vm_flags & VM_LOCKED)
-		mlock_drain_local();
 	trace_remove_migration_pte(addr, pte_val(pte), 0);
 	/* No need to invalidate: it was not present */
 	update_mmu_cache(vma, addr, ptep);
@@ -352,22 +357,13 @@ bool migrate_range_remap_run(struct folio *src, struct folio *dst,
 	anon_vma_lock_read(anon_vma);
 	anon_vma_interval_tree_foreach(avc, &anon_vma->rb_root, src->index,
 				       last->index) {
-		/*
-		 * Mapping a folio into a VM_LOCKED VMA mlocks it, which
-		 * needs it on an LRU list first: migrate_folio_move()'s
-		 * order, which remove_migration_ptes() keeps for these.
-		 */
-		bool vm_locked = READ_ONCE(avc->vma->vm_flags) & VM_LOCKED;
 		struct migrate_range_walk w = {
 			.vma = avc->vma, .src = src, .dst = dst, .nr = nr,
-			.look_only = vm_locked, .pte = migrate_range_remap_pte,
+			.pte = migrate_range_remap_pte,
 		};
-		unsigned int n = migrate_range_walk_ptes(&w);
 
-		if (vm_locked)
-			locked += n;
-		else
-			mapped += n;
+		mapped += migrate_range_walk_ptes(&w);
+		locked += w.locked;
 		cond_resched();
 	}
 	anon_vma_unlock_read(anon_vma);
