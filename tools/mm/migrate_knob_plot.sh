@@ -45,7 +45,7 @@ END {
 gnuplot <<EOT
 set terminal pngcairo size 800,500
 set output '$png'
-set title '$variant: stage time per page, knob off (stock) vs on'
+set title '$variant: stage time per page, knob off (stock) vs on' noenhanced
 set ylabel 'ns per 4 KiB page'
 set style data histograms
 set style histogram clustered gap 1
