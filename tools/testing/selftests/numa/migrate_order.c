@@ -60,21 +60,6 @@ static long stat_of(const char *name)
 	return p ? atol(p + strlen(name) + 1) : -1;
 }
 
-/* Put the NR entries of @v in a random order drawn from @seed. */
-static void shuffle(void **v, unsigned int seed)
-{
-	int i;
-
-	srand(seed);
-	for (i = NR - 1; i > 0; i--) {
-		int j = rand() % (i + 1);
-		void *t = v[i];
-
-		v[i] = v[j];
-		v[j] = t;
-	}
-}
-
 FIXTURE(mo) {
 	int from, to, pagemap;
 	char *buf;
@@ -105,7 +90,7 @@ FIXTURE_SETUP(mo)
 	ASSERT_NE(NULL, self->buf);
 	for (i = 0; i < NR; i++)
 		self->addrs[i] = self->buf + i * PAGE;
-	shuffle(self->addrs, SEED);
+	nu_shuffle(self->addrs, NR, SEED);
 	/*
 	 * ROCM may take these pages another way; keep to the classic path.
 	 * Last: a failed setup runs no teardown to put it back.
@@ -195,7 +180,7 @@ TEST_F(mo, shuffled_array_moves_in_address_order)
 	 * The pages now sit at PFNs allocated in array order, and a batch
 	 * whose PFNs ascend counts as ordered and is kept: shuffle again.
 	 */
-	shuffle(self->addrs, SEED + 1);
+	nu_shuffle(self->addrs, NR, SEED + 1);
 	on = ascending_moves(_metadata, self, self->from, "1", &n_on);
 	TH_LOG("%d pages, shuffled: %d/%d neighbours ascending stock, %d/%d sorted",
 	       NR, off, n_off - 1, on, n_on - 1);

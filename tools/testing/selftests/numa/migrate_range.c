@@ -173,20 +173,6 @@ static void mr_move(struct __test_metadata *_metadata, FIXTURE_DATA(mr) *self,
 	EXPECT_TRUE(nu_intact(self->buf, NR * PAGE, SEED));
 }
 
-static void shuffle(void **v, int n)
-{
-	int i;
-
-	srand(SEED);
-	for (i = n - 1; i > 0; i--) {
-		int j = rand() % (i + 1);
-		void *t = v[i];
-
-		v[i] = v[j];
-		v[j] = t;
-	}
-}
-
 TEST_F(mr, range_is_unmapped_in_runs)
 {
 	struct mr_stats d;
@@ -252,7 +238,7 @@ TEST_F(mr, shuffled_runs_need_sorting)
 
 	if (!self->order[0])
 		SKIP(return, "no %s (CONFIG_MIGRATE_ORDER)", ORDER);
-	shuffle(self->addrs, NR);
+	nu_shuffle(self->addrs, NR, SEED);
 	ASSERT_EQ(0, nu_write_str(ORDER, "0"));
 	mr_move(_metadata, self, "1", MPOL_MF_MOVE, &unsorted);
 	for (i = 0; i < NR; i++)
@@ -261,7 +247,7 @@ TEST_F(mr, shuffled_runs_need_sorting)
 	 * The pages now sit at PFNs allocated in array order, and a batch
 	 * whose PFNs ascend counts as ordered and is kept: shuffle again.
 	 */
-	shuffle(self->addrs, NR);
+	nu_shuffle(self->addrs, NR, SEED + 1);
 	ASSERT_EQ(0, nu_write_str(ORDER, "1"));
 	mr_move(_metadata, self, "1", MPOL_MF_MOVE, &sorted);
 	/* in array order about every other neighbour descends */

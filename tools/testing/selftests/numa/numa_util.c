@@ -525,6 +525,18 @@ void nu_pin_cpu(int cpu)
 	sched_setaffinity(0, sizeof(set), &set);
 }
 
+void nu_shuffle(void **v, int n, unsigned int seed)
+{
+	srand(seed);
+	for (int i = n - 1; i > 0; i--) {
+		int j = rand() % (i + 1);
+		void *t = v[i];
+
+		v[i] = v[j];
+		v[j] = t;
+	}
+}
+
 int nu_fork_sharers(pid_t *kids, int n, void (*fn)(void *arg), void *arg)
 {
 	int ready[2], got = 0;

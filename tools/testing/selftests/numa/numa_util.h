@@ -104,6 +104,9 @@ long nu_anon_huge_kb(void);
  */
 int nu_fork_sharers(pid_t *kids, int n, void (*fn)(void *arg), void *arg);
 
+/* Put the @n entries of @v in a random order drawn from @seed. */
+void nu_shuffle(void **v, int n, unsigned int seed);
+
 /* Pin the calling thread to @cpu; a negative @cpu leaves it free. */
 void nu_pin_cpu(int cpu);
 
