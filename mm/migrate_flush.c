@@ -12,9 +12,10 @@
  * processes running on other CPUs cost K rounds of IPIs.  With
  * vm.migrate_defer_flush (on by default) the fallback queues the flushes
  * of a folio with several mappings or pages, and the same
- * try_to_unmap_flush() makes them one round per folio.  A folio mapped
- * once keeps its precise single-page flush: the batched one flushes whole
- * TLBs.
+ * try_to_unmap_flush() makes them one round per folio.  Folios the
+ * fallback groups (migrate_fallback_group()) all queue theirs, so a group
+ * costs one round.  A folio alone in its batch and mapped once keeps its
+ * precise single-page flush: the batched one flushes whole TLBs.
  *
  * A folio that is fully unmapped stays locked, with migration entries,
  * until migrate_folio_move() copies it after the flush, as in an async

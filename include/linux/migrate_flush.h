@@ -23,14 +23,16 @@ static inline bool migrate_defer_flush_enabled(void)
  * try_to_migrate() flags for migrate_folio_unmap().  MIGRATE_ASYNC batches
  * always queued their flushes; with vm.migrate_defer_flush the per-folio
  * MIGRATE_SYNC* fallback queues them too when that can save rounds (the
- * folio has several mappings, or several pages), and migrate_pages_batch()
- * runs them as one round before the folio is copied.  A folio mapped once
- * keeps its single precise flush.
+ * folio has several mappings, or several pages, or shares a fallback
+ * group with other folios: @grouped), and migrate_pages_batch() runs them
+ * as one round before any folio is copied.  A folio alone in its batch and
+ * mapped once keeps its single precise flush.
  */
 static inline enum ttu_flags migrate_unmap_ttu_flags(enum migrate_mode mode,
-						     struct folio *src)
+						     struct folio *src,
+						     bool grouped)
 {
-	if (mode == MIGRATE_ASYNC)
+	if (mode == MIGRATE_ASYNC || grouped)
 		return TTU_BATCH_FLUSH;
 	if (migrate_defer_flush_enabled() &&
 	    (folio_test_large(src) || folio_mapcount(src) > 1))
@@ -86,7 +88,8 @@ static inline bool migrate_defer_flush_enabled(void)
 }
 
 static inline enum ttu_flags migrate_unmap_ttu_flags(enum migrate_mode mode,
-						     struct folio *src)
+						     struct folio *src,
+						     bool grouped)
 {
 	return mode == MIGRATE_ASYNC ? TTU_BATCH_FLUSH : 0;
 }

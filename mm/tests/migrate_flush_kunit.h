@@ -97,6 +97,28 @@ static void mg_test_unmap_mode(struct kunit *test)
 						       &unmapped), MIGRATE_ASYNC);
 }
 
+/*
+ * Which unmaps queue their flush: an async batch's and a fallback
+ * group's, the leader's too; a synchronous folio alone, mapped once
+ * (here not at all) and of one page, keeps its precise flush.
+ */
+static void mg_test_ttu_flags(struct kunit *test)
+{
+	struct folio *f = folio_alloc(GFP_KERNEL, 0);
+
+	if (!f)
+		kunit_skip(test, "no memory for a test folio");
+	KUNIT_EXPECT_EQ(test, migrate_unmap_ttu_flags(MIGRATE_ASYNC, f, false),
+			TTU_BATCH_FLUSH);
+	KUNIT_EXPECT_EQ(test, migrate_unmap_ttu_flags(MIGRATE_SYNC, f, true),
+			TTU_BATCH_FLUSH);
+	KUNIT_EXPECT_EQ(test, migrate_unmap_ttu_flags(MIGRATE_SYNC_LIGHT, f,
+						      true), TTU_BATCH_FLUSH);
+	KUNIT_EXPECT_EQ(test, migrate_unmap_ttu_flags(MIGRATE_SYNC, f, false),
+			0);
+	folio_put(f);
+}
+
 /* Stands in for an anon_vma: only its address is used. */
 static unsigned long mg_anon_vma __aligned(8);
 
@@ -155,6 +177,7 @@ static void mg_test_group(struct kunit *test)
 static struct kunit_case migrate_flush_cases[] = {
 	KUNIT_CASE(mg_test_rule),
 	KUNIT_CASE(mg_test_unmap_mode),
+	KUNIT_CASE(mg_test_ttu_flags),
 	KUNIT_CASE(mg_test_group),
 	{}
 };
