@@ -21,17 +21,25 @@
  * PMD as it installs the migration entry, even in an asynchronous batch;
  * deferred, once per batch (a THP fills a batch of 512 pages).
  *
+ * anon_threads reads the pages from threads instead, so each is mapped
+ * once: stock flushes each on its own, and a fallback group of them,
+ * its leader included, must still cost one round.  With the
+ * mm_migrate_batch event counting the batches, every variant but
+ * hugetlb (which has none) also checks at most one round per batch.
+ *
  * pinned_followers pins a run of the pages (gup_test) so that they stay
  * busy in a fallback group: they must be given back and fail on their
  * own exactly as the per-folio fallback fails them -- the same
  * move_pages() result, the same pages left, the same pgmigrate_fail.
  *
- * Needs CONFIG_MIGRATE_DEFER_FLUSH_DEBUG, tracefs, three CPUs and two
+ * Needs CONFIG_MIGRATE_DEFER_FLUSH_DEBUG, CONFIG_MIGRATE_STAGES (its
+ * mm_migrate_batch event counts the batches), tracefs, three CPUs and two
  * nodes with memory (and free 2 MiB pages there for hugetlb); SKIPs
  * otherwise.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -62,75 +70,6 @@
 #ifndef MAP_HUGE_2MB
 #define MAP_HUGE_2MB	(21 << 26)	/* log2(2 MiB) << MAP_HUGE_SHIFT */
 #endif
-#define TLB_REMOTE_SEND_IPI	4	/* enum tlb_flush_reason */
-
-static const char *tracefs(void)
-{
-	static const char * const dirs[] = {
-		"/sys/kernel/tracing/", "/sys/kernel/debug/tracing/",
-	};
-	static char path[128];
-	unsigned int i;
-
-	for (i = 0; i < ARRAY_SIZE(dirs); i++) {
-		snprintf(path, sizeof(path), "%sevents/tlb/tlb_flush/enable",
-			 dirs[i]);
-		if (!access(path, W_OK))
-			return dirs[i];
-	}
-	return NULL;
-}
-
-/* Like "echo val > file": O_TRUNC clears the trace. */
-static int tr_write(const char *file, const char *val)
-{
-	char path[192];
-	ssize_t n = 0;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s%s", tracefs(), file);
-	fd = open(path, O_WRONLY | O_TRUNC);
-	if (fd < 0)
-		return -errno;
-	if (*val)
-		n = write(fd, val, strlen(val));
-	close(fd);
-	return n < 0 ? -errno : 0;
-}
-
-/* Count remote-flush rounds issued by this task while @fn runs. */
-static long count_rounds(long (*fn)(void *), void *arg, long *ret)
-{
-	char filter[64], path[192], was_on[8] = "1", *buf;
-	long n = 0, len;
-	char *p;
-
-	snprintf(path, sizeof(path), "%stracing_on", tracefs());
-	nu_read_str(path, was_on, sizeof(was_on));
-	/*
-	 * A filter on the pid, not set_event_pid: that one hooks the
-	 * scheduler's tracepoints, patching their call sites under load.
-	 */
-	snprintf(filter, sizeof(filter), "reason == 4 && common_pid == %d",
-		 getpid());
-	if (tr_write("tracing_on", "0") || tr_write("trace", "") ||
-	    tr_write("events/tlb/tlb_flush/filter", filter) ||
-	    tr_write("events/tlb/tlb_flush/enable", "1") ||
-	    tr_write("tracing_on", "1"))
-		return -1;
-	*ret = fn(arg);
-	tr_write("tracing_on", "0");
-	tr_write("events/tlb/tlb_flush/enable", "0");
-	tr_write("events/tlb/tlb_flush/filter", "0");
-	tr_write("tracing_on", was_on[0] == '0' ? "0" : "1");
-	buf = malloc(1 << 22);
-	snprintf(path, sizeof(path), "%strace", tracefs());
-	len = buf ? nu_read_all(path, buf, 1 << 22) : -1;
-	for (p = buf; len > 0 && (p = strstr(p, "tlb_flush:")); p++)
-		n++;
-	free(buf);
-	return len < 0 ? -1 : n;
-}
 
 struct move {
 	char *buf;
@@ -153,55 +92,27 @@ static long move_all(void *arg)
 				   MPOL_MF_MOVE_ALL);
 }
 
-static int pin_to(int cpu)
+struct reader {
+	const char *buf;
+	unsigned long len;
+	int cpu, ready;
+	pthread_t thread;
+};
+
+static bool readers_stop;
+
+/* A reader thread: the same loop, in the migrating task's own mm. */
+static void *reader_thread(void *arg)
 {
-	cpu_set_t set;
+	struct reader *r = arg;
 
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	return sched_setaffinity(0, sizeof(set), &set);
-}
-
-/* The first @n CPUs this task may run on; false if it has fewer. */
-static bool pick_cpus(int *cpus, int n)
-{
-	cpu_set_t set;
-	int cpu, i = 0;
-
-	if (sched_getaffinity(0, sizeof(set), &set))
-		return false;
-	for (cpu = 0; cpu < CPU_SETSIZE && i < n; cpu++)
-		if (CPU_ISSET(cpu, &set))
-			cpus[i++] = cpu;
-	return i == n;
-}
-
-static unsigned long reader_sink;
-
-/*
- * A reader keeps its mm live on @cpu, touching every page of [buf, +len)
- * once and then, if @again, over and over.
- */
-static pid_t start_reader(const char *buf, unsigned long len, int cpu,
-			  int ready, bool again)
-{
-	pid_t pid = fork();
-	unsigned long i, sum = 0;
-
-	if (pid)
-		return pid;
-	if (pin_to(cpu))
-		_exit(1);
-	for (i = 0; i < len; i += PAGE)
-		sum += __atomic_load_n(&buf[i], __ATOMIC_RELAXED);
-	if (write(ready, "r", 1) != 1)
-		_exit(1);
-	for (;;) {
-		for (i = 0; again && i < len; i += PAGE)
-			sum += __atomic_load_n(&buf[i], __ATOMIC_RELAXED);
-		/* Keep the loads: the sum goes somewhere. */
-		__atomic_store_n(&reader_sink, sum, __ATOMIC_RELAXED);
-	}
+	nu_pin_cpu(r->cpu);
+	nu_read_pages(r->buf, r->len);
+	if (write(r->ready, "r", 1) != 1)
+		return NULL;
+	while (!__atomic_load_n(&readers_stop, __ATOMIC_RELAXED))
+		nu_read_pages(r->buf, r->len);
+	return NULL;
 }
 
 FIXTURE(mf) {
@@ -209,6 +120,7 @@ FIXTURE(mf) {
 	char *buf;
 	unsigned long len;
 	pid_t readers[NR_READERS];
+	struct reader threads[NR_READERS];
 	char rocm[8];		/* vm.migrate_rocm to restore, "" if none */
 	char pool[2][32];	/* hugetlb pool sizes to restore, "" if none */
 };
@@ -219,7 +131,9 @@ FIXTURE_VARIANT(mf) {
 	bool thp;
 	bool skip_async;	/* through migrate_pages_sync()'s fallback */
 	bool spin;		/* readers touch the pages once, then spin */
+	bool threads;		/* readers are threads: each folio mapped once */
 	int nr;			/* folios */
+	int min_off;		/* rounds expected stock, at least */
 	int min_on, max_on;	/* rounds expected deferred */
 	unsigned long size;	/* bytes per folio */
 };
@@ -232,6 +146,21 @@ FIXTURE_VARIANT_ADD(mf, anon) {
 	 * The fallback groups them: one round per group of 512 pages (a
 	 * folio somebody else holds locked goes alone, one round more).
 	 */
+	.min_off = NR_PAGES * 3 / 2,
+	.min_on = 1,
+	.max_on = 4,
+	.size = PAGE,
+};
+
+/*
+ * Base pages mapped once, by a task whose threads read them on other
+ * CPUs: stock, a precise flush per page; grouped, one round per group.
+ */
+FIXTURE_VARIANT_ADD(mf, anon_threads) {
+	.skip_async = true,
+	.threads = true,
+	.nr = NR_PAGES,
+	.min_off = NR_PAGES * 3 / 4,
 	.min_on = 1,
 	.max_on = 4,
 	.size = PAGE,
@@ -248,6 +177,7 @@ FIXTURE_VARIANT_ADD(mf, hugetlb_shared) {
 	 */
 	.spin = true,
 	.nr = NR_HUGE,
+	.min_off = NR_HUGE * 3 / 2,
 	.min_on = NR_HUGE / 2,
 	.max_on = NR_HUGE,
 	.size = HPAGE,
@@ -259,6 +189,7 @@ FIXTURE_VARIANT_ADD(mf, hugetlb_private) {
 	.hugetlb_private = true,
 	.spin = true,
 	.nr = NR_HUGE,
+	.min_off = NR_HUGE * 3 / 2,
 	.min_on = NR_HUGE / 2,
 	.max_on = NR_HUGE,
 	.size = HPAGE,
@@ -268,6 +199,7 @@ FIXTURE_VARIANT_ADD(mf, hugetlb_private) {
 FIXTURE_VARIANT_ADD(mf, thp) {
 	.thp = true,
 	.nr = NR_HUGE,
+	.min_off = NR_HUGE * 3 / 2,
 	.min_on = NR_HUGE / 2,
 	.max_on = NR_HUGE,
 	.size = HPAGE,
@@ -323,16 +255,18 @@ FIXTURE_SETUP(mf)
 	self->len = variant->nr * variant->size;
 	if (access(SKIP_ASYNC, W_OK) || access(SYSCTL, W_OK))
 		SKIP(return, "no %s (CONFIG_MIGRATE_DEFER_FLUSH_DEBUG)", SKIP_ASYNC);
-	if (!tracefs())
+	if (!nu_trace_has("tlb/tlb_flush"))
 		SKIP(return, "no tlb:tlb_flush tracepoint (x86 with tracefs only)");
-	if (!pick_cpus(cpus, NR_READERS + 1))
+	if (!nu_trace_has("migrate/mm_migrate_batch"))
+		SKIP(return, "no mm_migrate_batch tracepoint (CONFIG_MIGRATE_STAGES)");
+	if (!nu_pick_cpus(cpus, NR_READERS + 1))
 		SKIP(return, "needs %d CPUs", NR_READERS + 1);
 	if (nu_topo_read(&topo) || topo.nr_eligible < 2)
 		SKIP(return, "needs two nodes with memory");
 	self->from = topo.node[topo.eligible[0]].id;
 	self->to = topo.node[topo.eligible[1]].id;
 
-	ASSERT_EQ(0, pin_to(cpus[0]));
+	nu_pin_cpu(cpus[0]);
 	/* a SKIP here runs no teardown: put the pools back first */
 	if (variant->hugetlb &&
 	    (!nu_huge_pool(self->from, variant->nr, self->pool[0], sizeof(self->pool[0])) ||
@@ -360,10 +294,22 @@ FIXTURE_SETUP(mf)
 	if (nu_read_str(ROCM, self->rocm, sizeof(self->rocm)) >= 0)
 		ASSERT_EQ(0, nu_write_str(ROCM, "0"));
 	ASSERT_EQ(0, pipe(ready));
-	for (i = 0; i < NR_READERS; i++)
-		self->readers[i] = start_reader(self->buf, self->len,
-						cpus[i + 1], ready[1],
-						!variant->spin);
+	__atomic_store_n(&readers_stop, false, __ATOMIC_RELAXED);
+	for (i = 0; i < NR_READERS; i++) {
+		struct reader *r = &self->threads[i];
+
+		*r = (struct reader){
+			.buf = self->buf, .len = self->len,
+			.cpu = cpus[i + 1], .ready = ready[1],
+		};
+		if (!variant->threads) {
+			self->readers[i] = nu_fork_reader(self->buf, self->len,
+							  cpus[i + 1], ready[1],
+							  !variant->spin);
+			continue;
+		}
+		ASSERT_EQ(0, pthread_create(&r->thread, NULL, reader_thread, r));
+	}
 	for (i = 0; i < NR_READERS; i++)
 		ASSERT_EQ(1, read(ready[0], &c, 1));
 	close(ready[0]);
@@ -380,8 +326,13 @@ FIXTURE_TEARDOWN(mf)
 	nu_write_str(SYSCTL, "1");
 	if (self->rocm[0])
 		nu_write_str(ROCM, self->rocm);
+	__atomic_store_n(&readers_stop, true, __ATOMIC_RELAXED);
 	if (self->buf) {
 		for (i = 0; i < NR_READERS; i++) {
+			if (variant->threads) {
+				pthread_join(self->threads[i].thread, NULL);
+				continue;
+			}
 			kill(self->readers[i], SIGKILL);
 			waitpid(self->readers[i], NULL, 0);
 		}
@@ -401,16 +352,16 @@ static bool intact(const char *buf, unsigned long len)
 	return true;
 }
 
-/* Move every page to @node with the sysctl at @defer; rounds issued. */
-static long rounds_moving(struct __test_metadata *_metadata,
-			  FIXTURE_DATA(mf) *self,
-			  const FIXTURE_VARIANT(mf) *v, int node,
-			  const char *defer)
+/* Move every page to @node with the sysctl at @defer; what it cost. */
+static struct nu_flush_count moving(struct __test_metadata *_metadata,
+				    FIXTURE_DATA(mf) *self,
+				    const FIXTURE_VARIANT(mf) *v, int node,
+				    const char *defer)
 {
 	struct move m = {
 		.buf = self->buf, .node = node, .nr = v->nr, .size = v->size,
 	};
-	long rounds, ret = -1;
+	struct nu_flush_count c = { .rounds = -1, .ret = -1 };
 	int i, tries;
 
 	EXPECT_EQ(0, nu_write_str(SYSCTL, defer));
@@ -420,50 +371,56 @@ static long rounds_moving(struct __test_metadata *_metadata,
 	 * then move all back and count again.
 	 */
 	for (tries = 0; tries < 3; tries++) {
-		rounds = count_rounds(move_all, &m, &ret);
-		if (ret <= 0)
+		if (nu_count_flushes("syscall_or_cpuset", move_all, &m, &c))
+			c.rounds = -1;
+		if (c.ret <= 0)
 			break;
-		TH_LOG("%ld folios stayed busy; counting again", ret);
+		TH_LOG("%ld folios stayed busy; counting again", c.ret);
 		m.node = node == self->from ? self->to : self->from;
 		move_all(&m);
 		m.node = node;
 	}
-	EXPECT_EQ(0, ret);
+	EXPECT_EQ(0, c.ret);
 	for (i = 0; i < v->nr; i++)
 		EXPECT_EQ(node, m.status[i]) TH_LOG("folio %d", i);
 	EXPECT_TRUE(intact(self->buf, self->len));
-	return rounds;
+	return c;
 }
 
 TEST_F(mf, rounds)
 {
-	long off, on;
+	struct nu_flush_count off, on;
 
-	off = rounds_moving(_metadata, self, variant, self->to, "0");
+	off = moving(_metadata, self, variant, self->to, "0");
 	/* a THP split for want of a 2 MiB page on the target counts apart */
 	if (variant->thp && nu_anon_huge_kb() < (long)(self->len >> 10))
 		SKIP(return, "THPs were split on migration");
-	on = rounds_moving(_metadata, self, variant, self->from, "1");
+	on = moving(_metadata, self, variant, self->from, "1");
 	if (variant->thp && nu_anon_huge_kb() < (long)(self->len >> 10))
 		SKIP(return, "THPs were split on migration");
-	TH_LOG("%d folios mapped by %d readers on other CPUs: %ld rounds stock, %ld deferred",
-	       variant->nr, NR_READERS, off, on);
-	ASSERT_LE(0, off);
-	ASSERT_LE(0, on);
-	if (!off)
+	TH_LOG("%d folios mapped by %d readers on other CPUs: stock=%ld/%ld deferred=%ld/%ld (rounds/batches)",
+	       variant->nr, NR_READERS, off.rounds, off.batches, on.rounds,
+	       on.batches);
+	ASSERT_LE(0, off.rounds);
+	ASSERT_LE(0, on.rounds);
+	if (!off.rounds)
 		SKIP(return, "no remote flush was traced (a paravirt TLB flush?)");
 	/*
 	 * Stock: a round per entry of a reader live on another CPU (2 per
 	 * folio when both readers run, as they do here; a reader that
-	 * sleeps on a migration entry may drop out of one).
+	 * sleeps on a migration entry may drop out of one); reader threads
+	 * share one mm, so a round per folio.
 	 */
-	EXPECT_GE(off, variant->nr * 3 / 2);
+	EXPECT_GE(off.rounds, variant->min_off);
 	/*
 	 * Deferred: one round per fallback group, per hugetlb folio, per
 	 * THP batch; some, so the readers' CPUs were reached.
 	 */
-	EXPECT_LE(on, variant->max_on);
-	EXPECT_LE(variant->min_on, on);
+	EXPECT_LE(on.rounds, variant->max_on);
+	EXPECT_LE(variant->min_on, on.rounds);
+	/* and never more than one a batch (hugetlb has no batches) */
+	if (!variant->hugetlb)
+		EXPECT_LE(on.rounds, on.batches);
 }
 
 #define PIN_FIRST	8

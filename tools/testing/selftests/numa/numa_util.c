@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 
@@ -525,6 +526,47 @@ void nu_pin_cpu(int cpu)
 	sched_setaffinity(0, sizeof(set), &set);
 }
 
+bool nu_pick_cpus(int *cpus, int n)
+{
+	cpu_set_t set;
+	int cpu, i = 0;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return false;
+	for (cpu = 0; cpu < CPU_SETSIZE && i < n; cpu++)
+		if (CPU_ISSET(cpu, &set))
+			cpus[i++] = cpu;
+	return i == n;
+}
+
+static unsigned long nu_read_sink;
+
+void nu_read_pages(const char *buf, unsigned long len)
+{
+	unsigned long i, sum = 0;
+
+	for (i = 0; i < len; i += 4096)
+		sum += __atomic_load_n(&buf[i], __ATOMIC_RELAXED);
+	/* Keep the loads: the sum goes somewhere. */
+	__atomic_store_n(&nu_read_sink, sum, __ATOMIC_RELAXED);
+}
+
+pid_t nu_fork_reader(const char *buf, unsigned long len, int cpu, int ready,
+		     bool again)
+{
+	pid_t pid = fork();
+
+	if (pid)
+		return pid;
+	nu_pin_cpu(cpu);
+	nu_read_pages(buf, len);
+	if (write(ready, "r", 1) != 1)
+		_exit(1);
+	for (;;)
+		if (again)
+			nu_read_pages(buf, len);
+}
+
 void nu_shuffle(void **v, int n, unsigned int seed)
 {
 	srand(seed);
@@ -664,4 +706,135 @@ void nu_huge_pool_restore(int node, const char *was)
 	snprintf(path, sizeof(path), NU_HUGE_POOL, node, "nr_hugepages");
 	if (*was)
 		nu_write_str(path, was);
+}
+
+static const char *nu_tracefs(void)
+{
+	static const char * const dirs[] = {
+		"/sys/kernel/tracing", "/sys/kernel/debug/tracing", NULL,
+	};
+	char path[64];
+
+	for (unsigned int i = 0; dirs[i]; i++) {
+		snprintf(path, sizeof(path), "%s/instances", dirs[i]);
+		if (!access(path, W_OK))
+			return dirs[i];
+	}
+	return NULL;
+}
+
+bool nu_trace_has(const char *event)
+{
+	char path[192];
+
+	if (!nu_tracefs())
+		return false;
+	snprintf(path, sizeof(path), "%s/events/%s/enable", nu_tracefs(), event);
+	return !access(path, W_OK);
+}
+
+/* Write @val to @file of instance @inst; "" truncates (clears a trace). */
+static int nu_inst_write(const char *inst, const char *file, const char *val)
+{
+	char path[256];
+	ssize_t n = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", inst, file);
+	fd = open(path, O_WRONLY | O_TRUNC);
+	if (fd < 0)
+		return -1;
+	if (*val)
+		n = write(fd, val, strlen(val));
+	close(fd);
+	return n < 0 ? -1 : 0;
+}
+
+static int nu_inst_events(const char *inst, struct nu_event *ev, int n,
+			  bool on)
+{
+	char file[128];
+	int rc = 0;
+
+	for (int i = 0; i < n; i++) {
+		snprintf(file, sizeof(file), "events/%s/filter", ev[i].name);
+		if (on && *ev[i].filter)
+			rc |= nu_inst_write(inst, file, ev[i].filter);
+		snprintf(file, sizeof(file), "events/%s/enable", ev[i].name);
+		rc |= nu_inst_write(inst, file, on ? "1" : "0");
+	}
+	return rc;
+}
+
+/* Count, line by line, what each event of @ev matched in @buf. */
+static void nu_trace_tally(char *buf, struct nu_event *ev, int n)
+{
+	char *line, *save = NULL, tag[80];
+
+	for (line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		for (int i = 0; i < n; i++) {
+			const char *leaf = strrchr(ev[i].name, '/');
+
+			snprintf(tag, sizeof(tag), " %s:",
+				 leaf ? leaf + 1 : ev[i].name);
+			if (strstr(line, tag) &&
+			    (!ev[i].match || strstr(line, ev[i].match)))
+				ev[i].count++;
+		}
+	}
+}
+
+int nu_trace_count(struct nu_event *ev, int n, long (*fn)(void *arg),
+		   void *arg, long *ret)
+{
+	const size_t size = 4 << 20;
+	char inst[128], path[160];
+	char *buf = NULL;
+	long len = -1;
+
+	if (!nu_tracefs())
+		return -1;
+	snprintf(inst, sizeof(inst), "%s/instances/numa_util_%d",
+		 nu_tracefs(), getpid());
+	rmdir(inst);
+	if (mkdir(inst, 0700))
+		return -1;
+	for (int i = 0; i < n; i++)
+		ev[i].count = 0;
+	if (!nu_inst_events(inst, ev, n, true)) {
+		*ret = fn(arg);
+		nu_inst_events(inst, ev, n, false);
+		buf = malloc(size);
+		snprintf(path, sizeof(path), "%s/trace", inst);
+		len = buf ? nu_read_all(path, buf, size) : -1;
+		if (len >= 0)
+			nu_trace_tally(buf, ev, n);
+	}
+	free(buf);
+	rmdir(inst);
+	return len < 0 ? -1 : 0;
+}
+
+int nu_count_flushes(const char *reason, long (*fn)(void *arg), void *arg,
+		     struct nu_flush_count *c)
+{
+	struct nu_event ev[2] = {
+		{ .name = "tlb/tlb_flush" },
+		{ .name = "migrate/mm_migrate_batch" },
+	};
+	char match[48];
+
+	/* a filter on the pid: set_event_pid would patch sched tracepoints */
+	snprintf(ev[0].filter, sizeof(ev[0].filter),
+		 "reason == 4 && common_pid == %d", getpid());
+	snprintf(ev[1].filter, sizeof(ev[1].filter), "common_pid == %d",
+		 getpid());
+	snprintf(match, sizeof(match), " reason=%s ", reason);
+	ev[1].match = match;
+	if (nu_trace_count(ev, 2, fn, arg, &c->ret))
+		return -1;
+	c->rounds = ev[0].count;
+	c->batches = ev[1].count;
+	return 0;
 }

@@ -104,11 +104,56 @@ long nu_anon_huge_kb(void);
  */
 int nu_fork_sharers(pid_t *kids, int n, void (*fn)(void *arg), void *arg);
 
+/*
+ * Trace events while @fn(@arg) runs, in a tracing instance of this
+ * process's own.  Each @ev names an event ("tlb/tlb_flush") and a filter
+ * ("" for none); count gets the lines of that event that contain @match
+ * (NULL: every line).  Returns what @fn returned in @ret, and 0; -1 when
+ * tracefs or an event is missing.
+ */
+struct nu_event {
+	const char *name;
+	char filter[96];
+	const char *match;
+	long count;
+};
+
+int nu_trace_count(struct nu_event *ev, int n, long (*fn)(void *arg),
+		   void *arg, long *ret);
+/* Is @event ("tlb/tlb_flush") there to trace? */
+bool nu_trace_has(const char *event);
+
+/*
+ * What this task issues while @fn runs: remote TLB flush rounds
+ * (tlb:tlb_flush with reason TLB_REMOTE_SEND_IPI, x86) and
+ * migrate_pages_batch() calls of migrate reason @reason as trace prints
+ * it ("syscall_or_cpuset"; mm_migrate_batch, CONFIG_MIGRATE_STAGES).
+ */
+struct nu_flush_count {
+	long rounds;
+	long batches;
+	long ret;	/* what @fn returned */
+};
+
+int nu_count_flushes(const char *reason, long (*fn)(void *arg), void *arg,
+		     struct nu_flush_count *c);
+
 /* Put the @n entries of @v in a random order drawn from @seed. */
 void nu_shuffle(void **v, int n, unsigned int seed);
 
 /* Pin the calling thread to @cpu; a negative @cpu leaves it free. */
 void nu_pin_cpu(int cpu);
+/* The first @n CPUs this task may run on; false if it has fewer. */
+bool nu_pick_cpus(int *cpus, int n);
+/* Load one byte of every 4 KiB page of [@buf, +@len). */
+void nu_read_pages(const char *buf, unsigned long len);
+/*
+ * Fork a reader that keeps the pages of [@buf, +@len) mapped and its mm
+ * live on @cpu: it reads them once, writes a byte to @ready, then reads
+ * them over and over (@again) or spins, until killed.
+ */
+pid_t nu_fork_reader(const char *buf, unsigned long len, int cpu, int ready,
+		     bool again);
 
 /* Environment. */
 bool nu_in_vm(void);
