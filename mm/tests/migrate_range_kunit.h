@@ -65,9 +65,13 @@ static void mr_joins(struct kunit *test)
 static void mr_runs(struct kunit *test)
 {
 	unsigned long a = MR_ANON(0), b = MR_ANON(1);
-	unsigned long map[200];
-	pgoff_t idx[200];
+	/* off the stack: 3 KiB there is over the frame-size warning */
+	unsigned long *map = kunit_kcalloc(test, 200, sizeof(*map), GFP_KERNEL);
+	pgoff_t *idx = kunit_kcalloc(test, 200, sizeof(*idx), GFP_KERNEL);
 	int i;
+
+	KUNIT_ASSERT_NOT_NULL(test, map);
+	KUNIT_ASSERT_NOT_NULL(test, idx);
 
 	/* 200 consecutive pages: runs of 64, 64, 64, 8 */
 	for (i = 0; i < 200; i++) {
