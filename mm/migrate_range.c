@@ -45,12 +45,15 @@
 #include <trace/events/migrate.h>
 
 #include "internal.h"
+#include "migrate_range_walk.h"
 
 DEFINE_STATIC_KEY_FALSE(migrate_range_enabled);
 
 static atomic_long_t migrate_range_runs, migrate_range_unmapped,
 		     migrate_range_left, migrate_range_remap_runs,
-		     migrate_range_remapped, migrate_range_remap_left;
+		     migrate_range_remapped, migrate_range_remap_left,
+		     migrate_range_rocm_runs, migrate_range_rocm_moved,
+		     migrate_range_rocm_left;
 
 bool __migrate_range_defer(struct folio *src)
 {
@@ -83,61 +86,6 @@ bool migrate_range_joins(struct folio *first, struct folio *last,
 				       folio->index);
 }
 
-/* A pass over the part of a run that one VMA maps. */
-struct migrate_range_walk {
-	struct vm_area_struct *vma;
-	struct folio *src;	/* the run's first folio */
-	struct folio *dst;	/* its destination: remap only */
-	unsigned int nr;
-	unsigned int locked;	/* remap: entries left in VM_LOCKED VMAs */
-	/* what to do to a PTE mapping @src, under its table's lock */
-	bool (*pte)(struct migrate_range_walk *w, struct folio *src,
-		    struct folio *dst, unsigned long addr, pte_t *ptep);
-};
-
-/*
- * Call w->pte() for each folio of the run at its address in w->vma, a
- * PTE table at a time (one walk down and one lock per table).  The unmap
- * skips folios no longer mapped.  Returns how many calls returned true.
- * Inlined, so that w->pte() is a direct call.
- */
-static __always_inline unsigned int
-migrate_range_walk_ptes(struct migrate_range_walk *w)
-{
-	struct mm_struct *mm = w->vma->vm_mm;
-	struct folio *src = w->src, *dst = w->dst;
-	unsigned long table = -1UL;
-	unsigned int i, done = 0;
-	spinlock_t *ptl = NULL;
-	pte_t *ptes = NULL;
-
-	for (i = 0; i < w->nr; i++) {
-		unsigned long addr = vma_address(w->vma, src->index, 1);
-		pmd_t *pmd;
-
-		if (!IS_ERR_VALUE(addr) && (dst || folio_mapped(src))) {
-			if ((addr & PMD_MASK) != table) {
-				if (ptes)
-					pte_unmap_unlock(ptes, ptl);
-				table = addr & PMD_MASK;
-				pmd = mm_find_pmd(mm, table);
-				ptes = pmd ? pte_offset_map_lock(mm, pmd, table,
-								 &ptl) : NULL;
-			}
-			/* no PTE table here (none, or a huge PMD): nothing */
-			if (ptes)
-				done += w->pte(w, src, dst, addr,
-					       ptes + pte_index(addr));
-		}
-		src = list_next_entry(src, lru);
-		if (dst)
-			dst = list_next_entry(dst, lru);
-	}
-	if (ptes)
-		pte_unmap_unlock(ptes, ptl);
-	return done;
-}
-
 /*
  * try_to_migrate_one() for one PTE of an order-0 anon folio, under the
  * PTE table's lock.  False, with the PTE as it was, if it does not map
@@ -145,7 +93,8 @@ migrate_range_walk_ptes(struct migrate_range_walk *w)
  */
 static bool migrate_range_unmap_pte(struct migrate_range_walk *w,
 				    struct folio *folio, struct folio *unused,
-				    unsigned long addr, pte_t *ptep)
+				    unsigned int i, unsigned long addr,
+				    pte_t *ptep)
 {
 	struct vm_area_struct *vma = w->vma;
 	struct mm_struct *mm = vma->vm_mm;
@@ -198,29 +147,6 @@ static bool migrate_range_unmap_pte(struct migrate_range_walk *w,
 restore:
 	set_pte_at(mm, addr, ptep, pte);
 	return false;
-}
-
-/*
- * The notifier range of the run's part in @vma: from the first to the
- * last page of a folio still mapped.  False if there is none.
- */
-static bool migrate_range_span(struct vm_area_struct *vma,
-			       struct folio *folio, unsigned int nr,
-			       unsigned long *start, unsigned long *end)
-{
-	unsigned int i;
-
-	*start = -EFAULT;
-	for (i = 0; i < nr; i++, folio = list_next_entry(folio, lru)) {
-		unsigned long addr = vma_address(vma, folio->index, 1);
-
-		if (IS_ERR_VALUE(addr) || !folio_mapped(folio))
-			continue;
-		if (IS_ERR_VALUE(*start))
-			*start = addr;
-		*end = addr + PAGE_SIZE;
-	}
-	return !IS_ERR_VALUE(*start);
 }
 
 /* Unmap the folios of the run that @vma maps, a PTE table at a time. */
@@ -299,7 +225,8 @@ void migrate_range_unmap_run(struct folio *first, unsigned int nr)
  */
 static bool migrate_range_remap_pte(struct migrate_range_walk *w,
 				    struct folio *src, struct folio *dst,
-				    unsigned long addr, pte_t *ptep)
+				    unsigned int i, unsigned long addr,
+				    pte_t *ptep)
 {
 	struct vm_area_struct *vma = w->vma;
 	pte_t old = ptep_get(ptep), pte;
@@ -374,6 +301,13 @@ bool migrate_range_remap_run(struct folio *src, struct folio *dst,
 	return !locked;
 }
 
+void migrate_range_count_rocm(unsigned int nr, unsigned int moved)
+{
+	atomic_long_inc(&migrate_range_rocm_runs);
+	atomic_long_add(moved, &migrate_range_rocm_moved);
+	atomic_long_add(nr - moved, &migrate_range_rocm_left);
+}
+
 #ifdef CONFIG_SYSCTL
 static struct ctl_table migrate_range_sysctls[] = {
 	{
@@ -389,7 +323,8 @@ static struct ctl_table migrate_range_sysctls[] = {
  * debugfs migrate_range/stats: runs unmapped, folios they unmapped,
  * folios they left mapped for migrate_folio_move() to unmap; runs
  * remapped, PTEs they mapped, PTEs they left to remove_migration_ptes()
- * (in VM_LOCKED VMAs).
+ * (in VM_LOCKED VMAs); ROCM runs switched, folios they moved, folios
+ * they left to the classic path.
  */
 static int migrate_range_stats_show(struct seq_file *m, void *v)
 {
@@ -401,6 +336,10 @@ static int migrate_range_stats_show(struct seq_file *m, void *v)
 		   atomic_long_read(&migrate_range_remap_runs),
 		   atomic_long_read(&migrate_range_remapped),
 		   atomic_long_read(&migrate_range_remap_left));
+	seq_printf(m, "rocm_runs %ld\nrocm_moved %ld\nrocm_left %ld\n",
+		   atomic_long_read(&migrate_range_rocm_runs),
+		   atomic_long_read(&migrate_range_rocm_moved),
+		   atomic_long_read(&migrate_range_rocm_left));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(migrate_range_stats);

@@ -34,6 +34,7 @@
 #include <linux/jump_label.h>
 #include <linux/memcontrol.h>
 #include <linux/migrate.h>
+#include <linux/migrate_range.h>
 #include <linux/migrate_rocm.h>
 #include <linux/migrate_stages.h>
 #include <linux/mm.h>
@@ -47,6 +48,7 @@
 #include <trace/events/migrate.h>
 
 #include "internal.h"
+#include "migrate_range_walk.h"
 
 static const char * const rocm_reason_names[NR_ROCM_REASONS] = {
 	[ROCM_OK]		= "ok",
@@ -303,26 +305,22 @@ static enum rocm_reason rocm_pte_get(struct page_vma_mapped_walk *pvmw,
 }
 
 /*
- * Under the PTL: the per-mapping rules for the PTE that maps @folio.  A
- * pending flush only matters before the check walk's own flush.
+ * Under the PTL: the per-mapping rules for @pte, present in @vma and
+ * mapping @folio.  A pending flush only matters before the check walk's
+ * own flush.
  */
-static enum rocm_reason rocm_pte_why(struct folio *folio,
-				     struct page_vma_mapped_walk *pvmw,
-				     pte_t *pte, bool before_flush)
+static enum rocm_reason rocm_pte_rules(struct folio *folio,
+				       struct vm_area_struct *vma, pte_t pte,
+				       bool before_flush)
 {
-	struct vm_area_struct *vma = pvmw->vma;
 	const struct vm_operations_struct *ops = vma->vm_ops;
 	bool anon = folio_test_anon(folio);
 	struct rocm_pte_facts p;
-	enum rocm_reason why;
 
-	why = rocm_pte_get(pvmw, pte);
-	if (why)
-		return why;
 	p = (struct rocm_pte_facts) {
 		.anon = anon,
-		.pte_write = pte_write(*pte),
-		.pte_dirty = pte_dirty(*pte),
+		.pte_write = pte_write(pte),
+		.pte_dirty = pte_dirty(pte),
 		.anon_exclusive = anon && PageAnonExclusive(&folio->page),
 		.vm_locked = vma->vm_flags & VM_LOCKED,
 		.vm_shared = vma->vm_flags & VM_SHARED,
@@ -332,6 +330,16 @@ static enum rocm_reason rocm_pte_why(struct folio *folio,
 				 mm_tlb_flush_pending(vma->vm_mm),
 	};
 	return rocm_check_pte(&p);
+}
+
+/* The same for the PTE a page_vma_mapped_walk() stands on. */
+static enum rocm_reason rocm_pte_why(struct folio *folio,
+				     struct page_vma_mapped_walk *pvmw,
+				     pte_t *pte, bool before_flush)
+{
+	enum rocm_reason why = rocm_pte_get(pvmw, pte);
+
+	return why ?: rocm_pte_rules(folio, pvmw->vma, *pte, before_flush);
 }
 
 static bool rocm_check_one(struct folio *folio, struct vm_area_struct *vma,
@@ -379,13 +387,11 @@ static pte_t rocm_make_pte(pgprot_t prot, unsigned long pfn, pte_t old)
 	return pte;
 }
 
-/* Under the PTL: point the PTE at @pvmw from w->from to w->to. */
-static bool rocm_switch_pte(struct rocm_walk *w,
-			    struct page_vma_mapped_walk *pvmw)
+/* Under the PTL: point the PTE at @addr of @vma from w->from to w->to. */
+static bool rocm_switch_pte(struct rocm_walk *w, struct vm_area_struct *vma,
+			    unsigned long addr, pte_t *ptep)
 {
-	struct vm_area_struct *vma = pvmw->vma;
 	struct mm_struct *mm = vma->vm_mm;
-	unsigned long addr = pvmw->address;
 	struct folio *from = w->from, *to = w->to;
 	pte_t old;
 
@@ -401,14 +407,14 @@ static bool rocm_switch_pte(struct rocm_walk *w,
 	 * Elsewhere break-before-make: clear and flush, then write.
 	 */
 	if (w->inplace)
-		old = ptep_get(pvmw->pte);
+		old = ptep_get(ptep);
 	else
-		old = ptep_clear_flush(vma, addr, pvmw->pte);
+		old = ptep_clear_flush(vma, addr, ptep);
 	if (w->check && (pte_write(old) ||
 			 (pte_dirty(old) && !folio_test_anon(from)))) {
 		/* cannot happen after the check walk's flush; undo */
 		if (!w->inplace)
-			set_pte_at(mm, addr, pvmw->pte, old);
+			set_pte_at(mm, addr, ptep, old);
 		w->why = pte_write(old) ? ROCM_PTE_WRITE : ROCM_PTE_DIRTY;
 		return false;
 	}
@@ -417,11 +423,11 @@ static bool rocm_switch_pte(struct rocm_walk *w,
 		folio_add_anon_rmap_pte(to, &to->page, vma, addr, RMAP_NONE);
 	else
 		folio_add_file_rmap_pte(to, &to->page, vma);
-	set_pte_at(mm, addr, pvmw->pte,
+	set_pte_at(mm, addr, ptep,
 		   rocm_make_pte(READ_ONCE(vma->vm_page_prot), folio_pfn(to), old));
 	if (w->inplace && (!w->defer || !rocm_defer_flush(mm, old, addr)))
 		flush_tlb_page(vma, addr);
-	update_mmu_cache(vma, addr, pvmw->pte);
+	update_mmu_cache(vma, addr, ptep);
 	folio_remove_rmap_pte(from, &from->page, vma);
 	/* the isolation reference keeps @from alive */
 	folio_put(from);
@@ -449,7 +455,7 @@ static bool rocm_switch_one(struct folio *from, struct vm_area_struct *vma,
 		/* the undo goes on: every other PTE must go back */
 		if (!w->check && w->why)
 			continue;
-		if (w->why || !rocm_switch_pte(w, &pvmw)) {
+		if (w->why || !rocm_switch_pte(w, vma, pvmw.address, pvmw.pte)) {
 			ok = false;
 			page_vma_mapped_walk_done(&pvmw);
 			break;
@@ -585,47 +591,37 @@ static bool rocm_migrate_mapping(struct address_space *mapping,
 	return folio_migrate_mapping(mapping, dst, src, 0) == MIGRATEPAGE_SUCCESS;
 }
 
+/* Copy @src to @dst, timed as COPY; false if the copy failed. */
+static bool rocm_copy(struct folio *src, struct folio *dst)
+{
+	u64 t = migrate_stage_begin();
+
+	if (folio_mc_copy(dst, src))
+		return false;
+	migrate_stage_copied(t, folio_size(src));
+	return true;
+}
+
 /*
- * After the batch flushed what __migrate_rocm_check() queued: copy @src
- * to @dst and switch every mapping.  True when every mapping points at
- * @dst and @src only waits to be freed; the switched PTEs' old
- * translations are then queued on the batch, which must flush before
- * either folio is unlocked.  False when nothing changed and the classic
- * path must unmap @src.  Both folios are locked.
+ * After the switch walk (and a full barrier): did every mapping of @src
+ * move to @dst, with nothing unexplained holding @src?  Then finish the
+ * move; else put everything back and leave @src to the classic path.
+ * @why is what the walk found.
  */
-bool migrate_rocm_move(struct folio *src, struct folio *dst)
+static bool rocm_finish(struct folio *src, struct folio *dst,
+			enum rocm_reason why)
 {
 	struct address_space *mapping = folio_mapping(src);
-	struct rocm_walk w = {
-		.from = src, .to = dst, .check = true,
-		.inplace = ROCM_INPLACE, .defer = ROCM_INPLACE,
-	};
-	u64 t;
 
-	/* No CPU can write @src now: copy while readers keep using it. */
-	t = migrate_stage_begin();
-	if (folio_mc_copy(dst, src)) {
-		rocm_fallback(src, ROCM_COPY);
-		return false;
-	}
-	migrate_stage_copied(t, folio_size(src));
-	rocm_debug_delay(ROCM_DELAY_COPY);
-
-	rocm_prepare(src, dst);
-	t = migrate_stage_begin();
-	rocm_walk(&w, rocm_switch_one);
-	/* the switched PTEs before the reference count (GUP-fast rechecks) */
-	smp_mb();
-	if (w.why == ROCM_OK && folio_mapped(src))
-		w.why = ROCM_CHANGED;
-	if (w.why == ROCM_OK && !rocm_migrate_mapping(mapping, dst, src))
-		w.why = ROCM_RACE;
-	if (w.why != ROCM_OK) {
+	if (why == ROCM_OK && folio_mapped(src))
+		why = ROCM_CHANGED;
+	if (why == ROCM_OK && !rocm_migrate_mapping(mapping, dst, src))
+		why = ROCM_RACE;
+	if (why != ROCM_OK) {
 		rocm_undo(src, dst);
-		rocm_fallback(src, w.why);
+		rocm_fallback(src, why);
 		return false;
 	}
-	migrate_stage_end(MIGRATE_STAGE_REMAP, t);
 
 	rocm_migrate_flags(dst, src);
 	/* as after move_to_new_folio(): page cache must not free a mapping */
@@ -648,6 +644,182 @@ bool migrate_rocm_move(struct folio *src, struct folio *dst)
 	count_vm_event(MIGRATE_ROCM_SUCCESS);
 	trace_mm_migrate_rocm(folio_pfn(src), ROCM_OK);
 	return true;
+}
+
+/*
+ * After the batch flushed what __migrate_rocm_check() queued: copy @src
+ * to @dst and switch every mapping.  True when every mapping points at
+ * @dst and @src only waits to be freed; the switched PTEs' old
+ * translations are then queued on the batch, which must flush before
+ * either folio is unlocked.  False when nothing changed and the classic
+ * path must unmap @src.  Both folios are locked.
+ */
+bool migrate_rocm_move(struct folio *src, struct folio *dst)
+{
+	struct rocm_walk w = {
+		.from = src, .to = dst, .check = true,
+		.inplace = ROCM_INPLACE, .defer = ROCM_INPLACE,
+	};
+	u64 t;
+
+	if (!rocm_copy(src, dst)) {
+		rocm_fallback(src, ROCM_COPY);
+		return false;
+	}
+	rocm_debug_delay(ROCM_DELAY_COPY);
+
+	rocm_prepare(src, dst);
+	t = migrate_stage_begin();
+	rocm_walk(&w, rocm_switch_one);
+	/* the switched PTEs before the reference count (GUP-fast rechecks) */
+	smp_mb();
+	if (!rocm_finish(src, dst, w.why))
+		return false;
+	migrate_stage_end(MIGRATE_STAGE_REMAP, t);
+	return true;
+}
+
+/*
+ * ROCM's switch of a run: the folios that passed the check walk, of one
+ * anon_vma or file mapping in ascending index order within one PTE
+ * table's span (migrate_range_joins()).  Each PTE is switched as
+ * migrate_rocm_move() switches it, but the whole run is one rmap walk:
+ * the rmap lock once, the interval tree once over the run's offsets, per
+ * VMA one notifier range, and per PTE table one walk and one lock.
+ */
+struct rocm_run {
+	struct migrate_range_walk walk;	/* run, VMA, per-PTE callback */
+	struct rocm_walk w;		/* for rocm_switch_pte() */
+	u8 why[MIGRATE_RANGE_MAX];	/* enum rocm_reason, per folio */
+};
+
+/* Under the PTL: switch the PTE at @addr if it maps @src, the @i-th. */
+static bool rocm_run_pte(struct migrate_range_walk *mw, struct folio *src,
+			 struct folio *dst, unsigned int i, unsigned long addr,
+			 pte_t *ptep)
+{
+	struct rocm_run *r = container_of(mw, struct rocm_run, walk);
+	pte_t pte = ptep_get(ptep);
+
+	/* not present (device exclusive): folio_mapped() stops it later */
+	if (r->why[i] || !pte_present(pte) || pte_pfn(pte) != folio_pfn(src))
+		return false;
+	r->why[i] = rocm_pte_rules(src, mw->vma, pte, false);
+	if (r->why[i])
+		return false;
+	r->w.from = src;
+	r->w.to = dst;
+	if (rocm_switch_pte(&r->w, mw->vma, addr, ptep))
+		return true;
+	r->why[i] = r->w.why;
+	return false;
+}
+
+/* Is a folio of the run still mapped that may yet be switched? */
+static bool rocm_run_left(struct rocm_run *r)
+{
+	struct folio *src = r->walk.src;
+	unsigned int i;
+
+	for (i = 0; i < r->walk.nr; i++, src = list_next_entry(src, lru))
+		if (!r->why[i] && folio_mapped(src))
+			return true;
+	return false;
+}
+
+/* Switch what @vma maps of the run; false when nothing is left to do. */
+static bool rocm_run_vma(struct rocm_run *r, struct vm_area_struct *vma)
+{
+	struct mmu_notifier_range range;
+	unsigned long start, end;
+
+	if (!rocm_invalid_vma(vma, NULL) &&
+	    migrate_range_span(vma, r->walk.src, r->walk.nr, &start, &end)) {
+		mmu_notifier_range_init(&range, MMU_NOTIFY_CLEAR, 0,
+					vma->vm_mm, start, end);
+		mmu_notifier_invalidate_range_start(&range);
+		r->walk.vma = vma;
+		migrate_range_walk_ptes(&r->walk);
+		mmu_notifier_invalidate_range_end(&range);
+		rocm_debug_delay(ROCM_DELAY_SWITCH);
+	}
+	cond_resched();
+	/* as rmap_walk() with rocm_walk_done() */
+	return rocm_run_left(r);
+}
+
+/*
+ * Every VMA that may map a folio of the run, as rmap_walk() finds them
+ * for each folio.  The folios are locked; for anon, migrate_folio_unmap()
+ * holds a reference on their anon_vma, which cannot change or go away.
+ */
+static void rocm_run_switch(struct rocm_run *r, struct folio *last)
+{
+	struct folio *first = r->walk.src;
+	struct vm_area_struct *vma;
+
+	if (folio_test_anon(first)) {
+		struct anon_vma *anon_vma = folio_anon_vma(first);
+		struct anon_vma_chain *avc;
+
+		anon_vma_lock_read(anon_vma);
+		anon_vma_interval_tree_foreach(avc, &anon_vma->rb_root,
+					       first->index, last->index)
+			if (!rocm_run_vma(r, avc->vma))
+				break;
+		anon_vma_unlock_read(anon_vma);
+		return;
+	}
+	i_mmap_lock_read(first->mapping);
+	vma_interval_tree_foreach(vma, &first->mapping->i_mmap, first->index,
+				  last->index)
+		if (!rocm_run_vma(r, vma))
+			break;
+	i_mmap_unlock_read(first->mapping);
+}
+
+u64 migrate_rocm_move_run(struct folio *src, struct folio *dst,
+			  unsigned int nr, struct migrate_stage_ctx *ctx,
+			  unsigned int idx)
+{
+	struct rocm_run r = {
+		.walk = { .src = src, .dst = dst, .nr = nr,
+			  .pte = rocm_run_pte },
+		.w = { .check = true, .inplace = ROCM_INPLACE,
+		       .defer = ROCM_INPLACE },
+	};
+	struct folio *s, *d, *last = src;
+	unsigned int i;
+	u64 moved = 0, t;
+
+	/* No CPU can write the folios now: copy while readers use them. */
+	for (i = 0, s = src, d = dst; i < nr; i++) {
+		migrate_stage_folio_select(ctx, idx + i);
+		if (rocm_copy(s, d))
+			rocm_prepare(s, d);
+		else
+			r.why[i] = ROCM_COPY;
+		last = s;
+		s = list_next_entry(s, lru);
+		d = list_next_entry(d, lru);
+	}
+	rocm_debug_delay(ROCM_DELAY_COPY);
+
+	t = migrate_stage_run_begin();
+	rocm_run_switch(&r, last);
+	/* the switched PTEs before the reference count (GUP-fast rechecks) */
+	smp_mb();
+	for (i = 0, s = src, d = dst; i < nr; i++) {
+		if (r.why[i] == ROCM_COPY)
+			rocm_fallback(s, ROCM_COPY);
+		else if (rocm_finish(s, d, r.why[i]))
+			moved |= BIT_ULL(i);
+		s = list_next_entry(s, lru);
+		d = list_next_entry(d, lru);
+	}
+	migrate_stage_run_done(ctx, MIGRATE_STAGE_REMAP, idx, nr, t);
+	migrate_range_count_rocm(nr, hweight64(moved));
+	return moved;
 }
 
 #ifdef CONFIG_MIGRATE_ROCM_KUNIT_TEST

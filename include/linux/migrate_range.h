@@ -22,6 +22,8 @@ bool migrate_range_joins(struct folio *first, struct folio *last,
 void migrate_range_unmap_run(struct folio *first, unsigned int nr);
 bool migrate_range_remap_run(struct folio *src, struct folio *dst,
 			     unsigned int nr);
+/* ROCM switched a run of @nr folios, @moved of them to their copies */
+void migrate_range_count_rocm(unsigned int nr, unsigned int moved);
 
 /*
  * Should migrate_folio_unmap() leave the mapped, locked @src for its
@@ -83,6 +85,11 @@ static inline bool migrate_range_joins(struct folio *first,
 
 static inline void migrate_range_unmap_run(struct folio *first,
 					   unsigned int nr)
+{
+}
+
+static inline void migrate_range_count_rocm(unsigned int nr,
+					    unsigned int moved)
 {
 }
 #endif

@@ -91,6 +91,15 @@ DECLARE_STATIC_KEY_FALSE(migrate_rocm_key);
 
 bool __migrate_rocm_check(struct folio *src);
 bool migrate_rocm_move(struct folio *src, struct folio *dst);
+struct migrate_stage_ctx;
+/*
+ * migrate_rocm_move() for a run of @nr folios from @src on (the batch's
+ * @idx-th first), with their destinations from @dst on: one rmap walk
+ * for the run.  Returns a mask of the folios that moved.
+ */
+u64 migrate_rocm_move_run(struct folio *src, struct folio *dst,
+			  unsigned int nr, struct migrate_stage_ctx *ctx,
+			  unsigned int idx);
 
 struct mm_struct;
 /* mm/rmap.c: add a PTE's old translation to the batched flush */
