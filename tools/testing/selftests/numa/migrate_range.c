@@ -23,7 +23,12 @@
  *   - pages pinned for DMA (gup_test) are left mapped, writable and
  *     where they were, the rest of their run moves;
  *   - a writer storing to the pages while they move loses no store: the
- *     run's flush is the batch's and precedes every copy.
+ *     run's flush is the batch's and precedes every copy;
+ *   - with ROCM on, read-only shmem pages and anon pages COW-shared with
+ *     a child are switched to their copies in runs (rocm_runs), all
+ *     through ROCM (migrate_rocm_success), and at 0 one by one;
+ *   - moving a child's pages after the parent wrote every other one, a
+ *     ROCM run leaves the parent's PTEs that map its own copies alone.
  *
  * Needs CONFIG_MIGRATE_RANGE, root, two nodes with memory (and two CPUs
  * for the writer); SKIPs otherwise.
@@ -60,18 +65,20 @@
 
 struct mr_stats {
 	long runs, unmapped, left, remap_runs, remapped, remap_left;
+	long rocm_runs, rocm_moved, rocm_left;
 };
 
 static int mr_stats_read(struct mr_stats *s)
 {
-	char buf[256];
+	char buf[384];
 
 	if (nu_read_all(STATS, buf, sizeof(buf)) <= 0)
 		return -1;
 	return sscanf(buf,
-		      "runs %ld unmapped %ld left %ld remap_runs %ld remapped %ld remap_left %ld",
+		      "runs %ld unmapped %ld left %ld remap_runs %ld remapped %ld remap_left %ld rocm_runs %ld rocm_moved %ld rocm_left %ld",
 		      &s->runs, &s->unmapped, &s->left, &s->remap_runs,
-		      &s->remapped, &s->remap_left) == 6 ? 0 : -1;
+		      &s->remapped, &s->remap_left, &s->rocm_runs,
+		      &s->rocm_moved, &s->rocm_left) == 9 ? 0 : -1;
 }
 
 #define PM_SOFT_DIRTY	55
@@ -477,6 +484,179 @@ TEST_F(mr, no_store_lost)
 	/* the writer may keep a page busy now and then */
 	EXPECT_LE(round * NR / 2, moved);
 	EXPECT_EQ(0, lost);
+}
+
+/*
+ * A read-only shared mapping of @len bytes of shmem holding the pattern,
+ * its pages on @node: written through a memfd under that node's policy,
+ * then mapped through a read-only reopen, so no mapping may write.
+ */
+static char *ro_shmem(int node, size_t len)
+{
+	unsigned long mask = 1UL << node;
+	char path[64], *w, *p = MAP_FAILED;
+	int fd = memfd_create("migrate_range", 0), ro = -1;
+
+	if (fd < 0)
+		return NULL;
+	w = malloc(len);
+	if (w && !nu_set_mempolicy(MPOL_BIND, &mask, NU_MAX_NODES)) {
+		nu_fill(w, len, SEED);
+		if (write(fd, w, len) == (ssize_t)len) {
+			snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+			ro = open(path, O_RDONLY);
+		}
+		nu_set_mempolicy(MPOL_DEFAULT, NULL, 0);
+	}
+	free(w);
+	close(fd);
+	if (ro >= 0) {
+		p = mmap(NULL, len, PROT_READ, MAP_SHARED, ro, 0);
+		close(ro);
+	}
+	if (p == MAP_FAILED)
+		return NULL;
+	madvise(p, len, MADV_NOHUGEPAGE);
+	child_touch(p);
+	return p;
+}
+
+/*
+ * Move the NR pages at @p back and forth with ROCM on: with the range
+ * off (one rmap walk a folio, no ROCM run) and on (runs of at most 64).
+ * Every move goes through ROCM, and the data and placement are right.
+ */
+static void mr_rocm_runs(struct __test_metadata *_metadata,
+			 FIXTURE_DATA(mr) *self, char *p)
+{
+	struct mr_stats before, after;
+	int status[NR], nodes[NR], k, i;
+	long long ok;
+	void *pages[NR];
+
+	ASSERT_EQ(0, nu_write_str(ROCM, "1"));
+	for (k = 0; k < 2; k++) {
+		for (i = 0; i < NR; i++) {
+			pages[i] = p + i * PAGE;
+			nodes[i] = k ? self->from : self->to;
+		}
+		ASSERT_EQ(0, nu_write_str(SYSCTL, k ? "1" : "0"));
+		ASSERT_EQ(0, mr_stats_read(&before));
+		ok = nu_vmstat("migrate_rocm_success");
+		EXPECT_LE(0, nu_move_pages_where(0, NR, pages, nodes, status,
+						 MPOL_MF_MOVE_ALL));
+		ok = nu_vmstat("migrate_rocm_success") - ok;
+		ASSERT_EQ(0, mr_stats_read(&after));
+		TH_LOG("range %d: %lld moved by ROCM, %ld ROCM runs moving %ld, %ld left",
+		       k, ok, after.rocm_runs - before.rocm_runs,
+		       after.rocm_moved - before.rocm_moved,
+		       after.rocm_left - before.rocm_left);
+		EXPECT_LE(NR * 9 / 10, ok);
+		EXPECT_LE(NR * 9 / 10, nu_pages_on(p, NR * PAGE, nodes[0]));
+		EXPECT_TRUE(nu_intact(p, NR * PAGE, SEED));
+		if (!k) {
+			EXPECT_EQ(0, after.rocm_runs - before.rocm_runs);
+			continue;
+		}
+		/* 4 runs of 64; other migrations meanwhile may add some */
+		EXPECT_GE(after.rocm_runs - before.rocm_runs,
+			  (NR + RUN_MAX - 1) / RUN_MAX);
+		EXPECT_LE(after.rocm_runs - before.rocm_runs, NR / 4);
+		EXPECT_LE(NR * 9 / 10, after.rocm_moved - before.rocm_moved);
+	}
+}
+
+TEST_F(mr, rocm_shmem_in_runs)
+{
+	char *p;
+
+	if (!self->rocm[0])
+		SKIP(return, "no %s (CONFIG_MIGRATE_ROCM)", ROCM);
+	p = ro_shmem(self->from, NR * PAGE);
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(NR, nu_pages_on(p, NR * PAGE, self->from));
+	mr_rocm_runs(_metadata, self, p);
+	munmap(p, NR * PAGE);
+}
+
+TEST_F(mr, rocm_anon_in_runs)
+{
+	pid_t kid;
+	int st;
+
+	if (!self->rocm[0])
+		SKIP(return, "no %s (CONFIG_MIGRATE_ROCM)", ROCM);
+	/* COW-shared with a child: read-only, not exclusive, in both mms */
+	child_buf = self->buf;
+	signal(SIGUSR1, child_check);
+	ASSERT_EQ(1, nu_fork_sharers(&kid, 1, child_touch, self->buf));
+	child_touch(self->buf);
+	mr_rocm_runs(_metadata, self, self->buf);
+	kill(kid, SIGUSR1);
+	ASSERT_EQ(kid, waitpid(kid, &st, 0));
+	EXPECT_TRUE(WIFEXITED(st) && !WEXITSTATUS(st))
+		TH_LOG("the child's data changed");
+	signal(SIGUSR1, SIG_DFL);
+}
+
+#define SEED2	0x5eed
+
+/* Parent's view after writing the even pages: those SEED2, the rest SEED. */
+static bool diverged_intact(const char *buf)
+{
+	for (int k = 0; k < NR; k++) {
+		const unsigned int *w = (const unsigned int *)(buf + k * PAGE);
+
+		for (unsigned int j = 0; j < PAGE; j += sizeof(*w))
+			if (w[j / sizeof(*w)] != (k % 2 ? SEED ^ (unsigned int)(k * PAGE + j) :
+						  SEED2 ^ j))
+				return false;
+	}
+	return true;
+}
+
+/*
+ * The parent writes every other page after fork(), so there its PTE maps
+ * its own copy while the child keeps the original.  Moving the child's
+ * pages, a run's walk meets the parent's VMA (same anon_vma) at each
+ * original's address: it must leave the PTEs there that map the parent's
+ * copies alone, or the parent's stores are lost.  The parent's mapping is
+ * made read-only, so that no per-PTE rule but the PFN match stops it.
+ */
+TEST_F(mr, rocm_cow_diverged)
+{
+	int status[NR], st, k;
+	struct mr_stats b, a;
+	pid_t kid;
+
+	if (!self->rocm[0])
+		SKIP(return, "no %s (CONFIG_MIGRATE_ROCM)", ROCM);
+	child_buf = self->buf;
+	signal(SIGUSR1, child_check);
+	ASSERT_EQ(1, nu_fork_sharers(&kid, 1, child_touch, self->buf));
+	for (k = 0; k < NR; k += 2)
+		nu_fill(self->buf + k * PAGE, PAGE, SEED2);
+	/* read-only: only the PFN tells the parent's copy from the original */
+	ASSERT_EQ(0, mprotect(self->buf, NR * PAGE, PROT_READ));
+	ASSERT_EQ(0, nu_write_str(ROCM, "1"));
+	ASSERT_EQ(0, nu_write_str(SYSCTL, "1"));
+	ASSERT_EQ(0, mr_stats_read(&b));
+	EXPECT_LE(0, nu_move_pages_where(kid, NR, self->addrs, self->nodes,
+					 status, MPOL_MF_MOVE_ALL));
+	ASSERT_EQ(0, mr_stats_read(&a));
+	TH_LOG("%ld ROCM runs moved %ld, %ld left", a.rocm_runs - b.rocm_runs,
+	       a.rocm_moved - b.rocm_moved, a.rocm_left - b.rocm_left);
+	EXPECT_TRUE(diverged_intact(self->buf)) TH_LOG("the parent's data changed");
+	kill(kid, SIGUSR1);
+	ASSERT_EQ(kid, waitpid(kid, &st, 0));
+	EXPECT_TRUE(WIFEXITED(st) && !WEXITSTATUS(st))
+		TH_LOG("the child's data changed");
+	signal(SIGUSR1, SIG_DFL);
+	for (k = 0, st = 0; k < NR; k++)
+		st += status[k] == self->to;
+	EXPECT_LE(NR * 9 / 10, st);
+	/* the test proves nothing unless the originals moved in runs */
+	EXPECT_LE(NR * 9 / 10, a.rocm_moved - b.rocm_moved);
 }
 
 TEST_HARNESS_MAIN
