@@ -26,16 +26,23 @@
  * folio in a MIGRATE_ASYNC batch of its own, which 6.12 already flushes
  * once: at most one round per batch both ways.
  *
+ * demotion: proactive reclaim of a cgroup (memory.reclaim) demotes the
+ * pages, shared with a reader, to a node of a lower memory tier (a
+ * dax/kmem node, onlined by the test if it finds a device-dax instance);
+ * MIGRATE_ASYNC batches, one round a batch at most both ways.
+ *
  * Needs CONFIG_MIGRATE_DEFER_FLUSH_DEBUG, CONFIG_MIGRATE_STAGES, tracefs,
  * three CPUs and two nodes with memory; offline and compaction also need
  * memory hot-remove and a block of the last node that can be offlined,
- * numa_balancing CONFIG_NUMA_BALANCING and the sched debugfs files.  Each
- * SKIPs with the reason otherwise.
+ * numa_balancing CONFIG_NUMA_BALANCING and the sched debugfs files,
+ * demotion a lower memory tier and cgroup2 with the memory controller.
+ * Each SKIPs with the reason otherwise.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,34 +110,62 @@ static char *map_on(int node, bool shared)
 	return p;
 }
 
-/* Fork the readers on @cpus; 0 once all of them have read the pages. */
-static int start_readers(const char *buf, const int *cpus, pid_t *pids)
+/*
+ * Fork @n readers on @cpus that read the pages over and over (@again) or
+ * once and then spin; 0 once all of them have read the pages.
+ */
+static int start_n_readers(const char *buf, const int *cpus, pid_t *pids,
+			   int n, bool again)
 {
 	int ready[2], got = 0;
 	char c;
 
 	if (pipe(ready))
 		return -1;
-	for (int i = 0; i < NR_READERS; i++)
-		pids[i] = nu_fork_reader(buf, LEN, cpus[i], ready[1], true);
+	for (int i = 0; i < n; i++)
+		pids[i] = nu_fork_reader(buf, LEN, cpus[i], ready[1], again);
 	close(ready[1]);
-	while (got < NR_READERS && read(ready[0], &c, 1) == 1)
+	while (got < n && read(ready[0], &c, 1) == 1)
 		got++;
 	close(ready[0]);
 	/* let every reader run its loop on its CPU */
 	usleep(100 * 1000);
-	return got == NR_READERS ? 0 : -1;
+	return got == n ? 0 : -1;
 }
 
-static void stop_readers(pid_t *pids)
+static int start_readers(const char *buf, const int *cpus, pid_t *pids)
 {
-	for (int i = 0; i < NR_READERS; i++) {
+	return start_n_readers(buf, cpus, pids, NR_READERS, true);
+}
+
+static void stop_n_readers(pid_t *pids, int n)
+{
+	for (int i = 0; i < n; i++) {
 		if (pids[i] <= 0)
 			continue;
 		kill(pids[i], SIGKILL);
 		waitpid(pids[i], NULL, 0);
 		pids[i] = 0;
 	}
+}
+
+static void stop_readers(pid_t *pids)
+{
+	stop_n_readers(pids, NR_READERS);
+}
+
+/* Move every page of @buf (and the readers' mappings) to @node. */
+static int move_to(char *buf, int node)
+{
+	int nodes[NR_PAGES], status[NR_PAGES];
+	void *pages[NR_PAGES];
+
+	for (int i = 0; i < NR_PAGES; i++) {
+		pages[i] = buf + i * PAGE;
+		nodes[i] = node;
+	}
+	return nu_move_pages_where(0, NR_PAGES, pages, nodes, status,
+				   MPOL_MF_MOVE_ALL) ? -1 : 0;
 }
 
 /* ---- a ZONE_MOVABLE memory block of one node ---- */
@@ -229,17 +264,7 @@ static int in_block(FIXTURE_DATA(fp) *self)
 /* Move every page (the readers' mappings too) to the block's node. */
 static int move_in(FIXTURE_DATA(fp) *self)
 {
-	int nodes[NR_PAGES], status[NR_PAGES];
-	void *pages[NR_PAGES];
-
-	for (int i = 0; i < NR_PAGES; i++) {
-		pages[i] = self->buf + i * PAGE;
-		nodes[i] = self->to;
-	}
-	if (nu_move_pages_where(0, NR_PAGES, pages, nodes, status,
-				MPOL_MF_MOVE_ALL))
-		return -1;
-	return in_block(self);
+	return move_to(self->buf, self->to) ? -1 : in_block(self);
 }
 
 FIXTURE_SETUP(fp)
@@ -542,6 +567,184 @@ TEST_F_TIMEOUT(nb, numa_balancing, 180)
 	for (int k = 0; k < 2; k++) {
 		/* one folio a batch, its flushes one round at most */
 		EXPECT_GE(c[k].batches, NR_PAGES / 2);
+		EXPECT_LE(c[k].rounds, c[k].batches);
+	}
+}
+
+/* ---- demotion ---- */
+
+#define DEMOTION	"/sys/kernel/mm/numa/demotion_enabled"
+#define TIERS		"/sys/devices/virtual/memory_tiering"
+
+/* A node with memory in the lowest of two or more memory tiers; or -1. */
+static int lower_tier_node(void)
+{
+	int low = -1, node = -1, tier, nodes[NU_MAX_NODES], n;
+	char path[128], list[256];
+	struct dirent *d;
+	DIR *dir = opendir(TIERS);
+
+	while (dir && (d = readdir(dir)))
+		if (sscanf(d->d_name, "memory_tier%d", &tier) == 1 && tier > low)
+			low = tier;
+	if (dir)
+		closedir(dir);
+	snprintf(path, sizeof(path), TIERS "/memory_tier%d/nodelist", low);
+	if (low < 0 || nu_read_str(path, list, sizeof(list)) <= 0)
+		return -1;
+	n = nu_parse_list(list, nodes, NU_MAX_NODES);
+	for (int i = 0; i < n && node < 0; i++)
+		if (nu_in_nodelist("has_memory", nodes[i]) &&
+		    !nu_in_nodelist("has_cpu", nodes[i]))
+			node = nodes[i];
+	return node;
+}
+
+/*
+ * Online a device-dax instance as ordinary memory through dax/kmem,
+ * which places it in a memory tier below DRAM: bind it to kmem unless it
+ * is (then *@bound), and online its blocks movable, so that they can go
+ * offline again.  Its node, or -1.
+ */
+static int online_dax(char *dev, size_t len, bool *bound)
+{
+	struct dirent *d;
+	char path[300];
+	int nid = -1;
+	DIR *dir = opendir("/sys/bus/dax/devices");
+
+	while (dir && nid < 0 && (d = readdir(dir))) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path),
+			 "/sys/bus/dax/devices/%s/target_node", d->d_name);
+		nid = nu_read_ll(path);
+		if (nid < 0 || nu_in_nodelist("has_memory", nid)) {
+			nid = -1;
+			continue;
+		}
+		snprintf(dev, len, "%.*s", (int)len - 1, d->d_name);
+		*bound = !nu_dax_kmem_bound(dev);
+		if (*bound && nu_dax_kmem("bind", dev)) {
+			*bound = false;
+			nid = -1;
+		} else if (nu_node_blocks_to(nid, "online_movable")) {
+			nid = -1;
+		}
+	}
+	if (dir)
+		closedir(dir);
+	return nid;
+}
+
+FIXTURE(dm) {
+	int home, low, cpus[2];
+	char dev[64];		/* a dax instance this test onlined, or "" */
+	bool bound;		/* and bound to kmem */
+	char cg[PATH_MAX];
+	char was[8];
+	char *buf;
+	pid_t reader;
+};
+
+FIXTURE_SETUP(dm)
+{
+	const char *why = missing();
+	struct nu_topo topo;
+
+	self->dev[0] = '\0';
+	self->bound = false;
+	self->cg[0] = '\0';
+	self->buf = NULL;
+	self->reader = 0;
+	if (why)
+		SKIP(return, "%s", why);
+	if (nu_read_str(DEMOTION, self->was, sizeof(self->was)) <= 0)
+		SKIP(return, "no %s (CONFIG_MIGRATION, NUMA)", DEMOTION);
+	if (nu_topo_read(&topo) || !topo.nr_eligible || !nu_pick_cpus(self->cpus, 2))
+		SKIP(return, "needs a node with CPUs and memory, and two CPUs");
+	self->home = topo.node[topo.eligible[0]].id;
+	self->low = lower_tier_node();
+	if (self->low < 0 &&
+	    online_dax(self->dev, sizeof(self->dev), &self->bound) >= 0)
+		self->low = lower_tier_node();
+	if (self->low < 0)
+		SKIP(return, "no memory tier below DRAM (a dax/kmem node: scripts/vm --private-nodes --dax-nodes 1)");
+	ASSERT_EQ(0, nu_write_str(DEMOTION, "1"));
+	nu_pin_cpu(self->cpus[0]);
+	why = nu_cg_enter("migrate_flush_paths", self->cg, sizeof(self->cg));
+	if (why)
+		SKIP(return, "%s", why);
+	self->buf = map_on(self->home, false);
+	ASSERT_NE(NULL, self->buf);
+	/*
+	 * One reader (in the cgroup too): a remote TLB to flush.  It reads
+	 * once and spins, so that reclaim finds the pages cold.
+	 */
+	ASSERT_EQ(0, start_n_readers(self->buf, self->cpus + 1, &self->reader,
+				     1, false));
+	ASSERT_EQ(0, nu_write_str(SKIP_ASYNC, "0"));
+}
+
+FIXTURE_TEARDOWN(dm)
+{
+	stop_n_readers(&self->reader, 1);
+	if (self->buf)
+		munmap(self->buf, LEN);
+	if (self->cg[0])
+		nu_cg_remove(self->cg);
+	nu_write_str(DEMOTION, self->was);
+	nu_write_str(SYSCTL, "1");
+	/* as it was found */
+	if (self->dev[0] && !nu_node_blocks_to(self->low, "offline") &&
+	    self->bound)
+		nu_dax_kmem("unbind", self->dev);
+}
+
+/* Clear the accessed bits of both mms: reclaim must not keep the pages. */
+static void cool(pid_t reader)
+{
+	char path[64];
+
+	nu_write_str("/proc/self/clear_refs", "1");
+	snprintf(path, sizeof(path), "/proc/%d/clear_refs", reader);
+	nu_write_str(path, "1");
+}
+
+static long reclaim_fn(void *arg)
+{
+	/* all of the cgroup's pages; memory.reclaim fails if it falls short */
+	nu_cg_write(arg, "memory.reclaim", 16 << 20);
+	return 0;
+}
+
+/*
+ * Proactive reclaim of the cgroup (memory.reclaim) demotes its cold anon
+ * pages to the lower tier, in MIGRATE_ASYNC batches of the reclaiming
+ * task (MR_DEMOTION), which 6.12 already flushes once: at most one round
+ * a batch both ways, the pages on the low node, intact.
+ */
+TEST_F(dm, demotion)
+{
+	struct nu_flush_count c[2];
+	long low[2];
+
+	for (int k = 0; k < 2; k++) {
+		ASSERT_EQ(0, nu_write_str(SYSCTL, k ? "1" : "0"));
+		if (k)
+			ASSERT_EQ(0, move_to(self->buf, self->home));
+		cool(self->reader);
+		ASSERT_EQ(0, nu_count_flushes("demotion", reclaim_fn, self->cg,
+					      &c[k]));
+		low[k] = nu_pages_on(self->buf, LEN, self->low);
+		EXPECT_TRUE(intact(self->buf));
+	}
+	TH_LOG("demoted %ld and %ld of %d pages: stock=%ld/%ld deferred=%ld/%ld (rounds/batches)",
+	       low[0], low[1], NR_PAGES, c[0].rounds, c[0].batches,
+	       c[1].rounds, c[1].batches);
+	for (int k = 0; k < 2; k++) {
+		EXPECT_LE(NR_PAGES * 3 / 4, low[k]);
+		EXPECT_LE(1, c[k].batches);
 		EXPECT_LE(c[k].rounds, c[k].batches);
 	}
 }

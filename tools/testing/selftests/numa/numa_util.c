@@ -7,8 +7,10 @@
 #define _GNU_SOURCE
 #endif
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -837,4 +839,133 @@ int nu_count_flushes(const char *reason, long (*fn)(void *arg), void *arg,
 	c->rounds = ev[0].count;
 	c->batches = ev[1].count;
 	return 0;
+}
+
+int nu_cg_write(const char *cg, const char *file, long long v)
+{
+	char path[PATH_MAX + 32], val[32];
+
+	snprintf(path, sizeof(path), "%s/%s", cg, file);
+	snprintf(val, sizeof(val), "%lld", v);
+	return nu_write_str(path, val);
+}
+
+long long nu_cg_read(const char *cg, const char *file)
+{
+	char path[PATH_MAX + 32];
+
+	snprintf(path, sizeof(path), "%s/%s", cg, file);
+	return nu_read_ll(path);
+}
+
+static bool nu_has_word(const char *list, const char *word)
+{
+	char pad[512], key[64];
+
+	snprintf(pad, sizeof(pad), " %s ", list);
+	snprintf(key, sizeof(key), " %s ", word);
+	return strstr(pad, key);
+}
+
+/* Is the memory controller there and on for the root's children? */
+static const char *nu_cg_memory_off(void)
+{
+	char buf[256];
+
+	if (nu_read_str(NU_CGROOT "/cgroup.controllers", buf, sizeof(buf)) < 0)
+		return "no cgroup2 at " NU_CGROOT;
+	if (!nu_has_word(buf, "memory"))
+		return "no memory controller in cgroup2";
+	if (nu_read_str(NU_CGROOT "/cgroup.subtree_control", buf,
+			sizeof(buf)) < 0)
+		return "cannot read " NU_CGROOT "/cgroup.subtree_control";
+	if (!nu_has_word(buf, "memory") &&
+	    nu_write_str(NU_CGROOT "/cgroup.subtree_control", "+memory"))
+		return "cannot enable the memory controller";
+	return NULL;
+}
+
+const char *nu_cg_enter(const char *name, char *cg, size_t len)
+{
+	const char *why = nu_cg_memory_off();
+
+	cg[0] = '\0';
+	if (why)
+		return why;
+	snprintf(cg, len, NU_CGROOT "/%s.%d", name, getpid());
+	if (mkdir(cg, 0755)) {
+		cg[0] = '\0';
+		return "cannot create a cgroup";
+	}
+	if (nu_cg_write(cg, "cgroup.procs", getpid()))
+		return "cannot move into the cgroup";
+	return NULL;
+}
+
+int nu_cg_rmdir(const char *cg)
+{
+	for (int i = 0; i < 10; i++) {
+		if (!rmdir(cg))
+			return 0;
+		if (errno != EBUSY)
+			break;
+		usleep(100000);
+	}
+	return -errno;
+}
+
+void nu_cg_remove(char *cg)
+{
+	nu_cg_write(NU_CGROOT, "cgroup.procs", getpid());
+	if (!nu_cg_rmdir(cg))
+		cg[0] = '\0';
+}
+
+int nu_node_blocks_to(int nid, const char *state)
+{
+	char path[300], cur[32];
+	struct dirent *de;
+	int ret = 0, r;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/sys/devices/system/node/node%d", nid);
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, "memory", 6) ||
+		    !strchr("0123456789", de->d_name[6]))
+			continue;
+		snprintf(path, sizeof(path),
+			 "/sys/devices/system/node/node%d/%s/state", nid,
+			 de->d_name);
+		if (nu_read_str(path, cur, sizeof(cur)) < 0)
+			continue;
+		if (!strncmp(cur, state, 6))	/* online / online_movable */
+			continue;
+		r = nu_write_str(path, state);
+		if (r && !ret)
+			ret = r;
+	}
+	closedir(d);
+	return ret;
+}
+
+bool nu_dax_kmem_bound(const char *dev)
+{
+	char path[256], link[PATH_MAX];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/sys/bus/dax/devices/%s/driver", dev);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
+		return false;
+	link[n] = '\0';
+	return !strcmp(strrchr(link, '/') ?: link, "/kmem");
+}
+
+int nu_dax_kmem(const char *op, const char *dev)
+{
+	return nu_write_str(op[0] == 'b' ? NU_KMEM "bind" : NU_KMEM "unbind",
+			    dev);
 }

@@ -138,6 +138,30 @@ struct nu_flush_count {
 int nu_count_flushes(const char *reason, long (*fn)(void *arg), void *arg,
 		     struct nu_flush_count *c);
 
+/* cgroup v2, mounted where scripts/vm mounts it. */
+#define NU_CGROOT	"/sys/fs/cgroup"
+int nu_cg_write(const char *cg, const char *file, long long v);
+long long nu_cg_read(const char *cg, const char *file);
+/*
+ * Make the cgroup NU_CGROOT/@name.PID with the memory controller, its path
+ * in @cg (len @len), and move this process in.  NULL, or why not (then @cg
+ * is "" unless it was made and must still be removed).
+ */
+const char *nu_cg_enter(const char *name, char *cg, size_t len);
+/* rmdir @cg, retrying while it is busy: 0 or -errno. */
+int nu_cg_rmdir(const char *cg);
+/* Best effort: back to the root cgroup, @cg removed ("" then). */
+void nu_cg_remove(char *cg);
+
+/* dax/kmem and memory blocks, through sysfs. */
+#define NU_KMEM		"/sys/bus/dax/drivers/kmem/"
+/* Write @state to every memory block of @nid not in it: first error. */
+int nu_node_blocks_to(int nid, const char *state);
+/* Is device-dax instance @dev bound to kmem? */
+bool nu_dax_kmem_bound(const char *dev);
+/* @op "bind" or "unbind" @dev to or from kmem: 0 or -errno. */
+int nu_dax_kmem(const char *op, const char *dev);
+
 /* Put the @n entries of @v in a random order drawn from @seed. */
 void nu_shuffle(void **v, int n, unsigned int seed);
 

@@ -33,7 +33,6 @@
 #include "numa_util.h"
 
 #define DAX_DEVS	"/sys/bus/dax/devices/"
-#define KMEM		"/sys/bus/dax/drivers/kmem/"
 #define NODE_SYS	"/sys/devices/system/node/"
 #define PAGE		4096UL
 #define MB		(1024UL * 1024)
@@ -64,54 +63,6 @@ static int set_attr(const char *dev, const char *attr, const char *val)
 
 	snprintf(path, sizeof(path), DAX_DEVS "%s/%s", dev, attr);
 	return nu_write_str(path, val);
-}
-
-static bool kmem_bound(const char *dev)
-{
-	char path[256], link[PATH_MAX];
-	ssize_t n;
-
-	snprintf(path, sizeof(path), DAX_DEVS "%s/driver", dev);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n < 0)
-		return false;
-	link[n] = '\0';
-	return !strcmp(strrchr(link, '/') ?: link, "/kmem");
-}
-
-static int kmem(const char *op, const char *dev)
-{
-	return nu_write_str(op[0] == 'b' ? KMEM "bind" : KMEM "unbind", dev);
-}
-
-/* Write @state to every memory block of @nid not in it: first error. */
-static int blocks_to(int nid, const char *state)
-{
-	char path[300], cur[32];
-	struct dirent *de;
-	int ret = 0, r;
-	DIR *d;
-
-	snprintf(path, sizeof(path), NODE_SYS "node%d", nid);
-	d = opendir(path);
-	if (!d)
-		return -errno;
-	while ((de = readdir(d))) {
-		if (strncmp(de->d_name, "memory", 6) ||
-		    !strchr("0123456789", de->d_name[6]))
-			continue;
-		snprintf(path, sizeof(path), NODE_SYS "node%d/%s/state", nid,
-			 de->d_name);
-		if (nu_read_str(path, cur, sizeof(cur)) < 0)
-			continue;
-		if (!strncmp(cur, state, 6))	/* online / online_movable */
-			continue;
-		r = nu_write_str(path, state);
-		if (r && !ret)
-			ret = r;
-	}
-	closedir(d);
-	return ret;
 }
 
 /* First device-dax instance with the private attributes on a node
@@ -156,10 +107,10 @@ static int reset(const char *dev, int nid)
 	unsigned int i;
 	int ret = 0;
 
-	if (kmem_bound(dev)) {
-		ret = blocks_to(nid, "offline");
+	if (nu_dax_kmem_bound(dev)) {
+		ret = nu_node_blocks_to(nid, "offline");
 		if (!ret)
-			ret = kmem("unbind", dev);
+			ret = nu_dax_kmem("unbind", dev);
 	}
 	for (i = 0; !ret && i < ARRAY_SIZE(attrs); i++)
 		ret = set_attr(dev, attrs[i], "0");
@@ -173,12 +124,12 @@ static int reset(const char *dev, int nid)
 FIXTURE_SETUP(pd)
 {
 	bool required = getenv("NUMA_PRIVATE_DAX_REQUIRED");
-	int found = access(KMEM "bind", W_OK) ? -1 :
+	int found = access(NU_KMEM "bind", W_OK) ? -1 :
 		    find_dax(self->dev, sizeof(self->dev), &self->nid);
 
 	if (required)
 		ASSERT_EQ(0, found) TH_LOG("no private-capable device-dax");
-	if (access(KMEM "bind", W_OK))
+	if (access(NU_KMEM "bind", W_OK))
 		SKIP(return, "no dax/kmem driver (CONFIG_DEV_DAX_KMEM)");
 	if (found)
 		SKIP(return,
@@ -200,8 +151,8 @@ TEST_F(pd, bad_input)
 	EXPECT_EQ(-EINVAL, set_attr(self->dev, "private", "maybe"));
 	EXPECT_EQ(-EINVAL, set_attr(self->dev, "ltpin", "2"));
 	ASSERT_EQ(0, set_attr(self->dev, "private", "1"));
-	ASSERT_EQ(0, kmem("bind", self->dev));
-	ASSERT_TRUE(kmem_bound(self->dev));
+	ASSERT_EQ(0, nu_dax_kmem("bind", self->dev));
+	ASSERT_TRUE(nu_dax_kmem_bound(self->dev));
 	EXPECT_TRUE(registered(self->nid));
 	for (i = 0; i < ARRAY_SIZE(attrs); i++)
 		EXPECT_EQ(-EBUSY, set_attr(self->dev, attrs[i], "0"))
@@ -216,21 +167,21 @@ TEST_F(pd, user_numa_hotunplug)
 	ASSERT_EQ(0, set_attr(self->dev, "private", "1"));
 	ASSERT_EQ(0, set_attr(self->dev, "user_numa", "1"));
 	ASSERT_EQ(0, set_attr(self->dev, "hotunplug", "1"));
-	ASSERT_EQ(0, kmem("bind", self->dev));
-	ASSERT_EQ(0, blocks_to(self->nid, "online_movable"));
+	ASSERT_EQ(0, nu_dax_kmem("bind", self->dev));
+	ASSERT_EQ(0, nu_node_blocks_to(self->nid, "online_movable"));
 	EXPECT_TRUE(nu_in_nodelist("has_private_memory", self->nid));
 	EXPECT_FALSE(nu_in_nodelist("has_memory", self->nid));
 
 	p = nu_anon_bound(len, MPOL_BIND, self->nid, 0xda);
 	ASSERT_NE(NULL, p);
 	EXPECT_EQ((long)(len / PAGE), nu_pages_on(p, len, self->nid));
-	EXPECT_EQ(0, blocks_to(self->nid, "offline"));
+	EXPECT_EQ(0, nu_node_blocks_to(self->nid, "offline"));
 	EXPECT_EQ(0, nu_pages_on(p, len, self->nid));
 	EXPECT_TRUE(nu_intact(p, len, 0xda));
 	EXPECT_FALSE(nu_in_nodelist("has_private_memory", self->nid));
 	munmap(p, len);
 
-	EXPECT_EQ(0, kmem("unbind", self->dev));
+	EXPECT_EQ(0, nu_dax_kmem("unbind", self->dev));
 	EXPECT_FALSE(registered(self->nid));
 }
 
@@ -241,11 +192,11 @@ TEST_F(pd, hotunplug_off)
 
 	ASSERT_EQ(0, set_attr(self->dev, "private", "1"));
 	ASSERT_EQ(0, set_attr(self->dev, "user_numa", "1"));
-	ASSERT_EQ(0, kmem("bind", self->dev));
-	ASSERT_EQ(0, blocks_to(self->nid, "online_movable"));
+	ASSERT_EQ(0, nu_dax_kmem("bind", self->dev));
+	ASSERT_EQ(0, nu_node_blocks_to(self->nid, "online_movable"));
 	p = nu_anon_bound(len, MPOL_BIND, self->nid, 0xdb);
 	ASSERT_NE(NULL, p);
-	EXPECT_EQ(-EBUSY, blocks_to(self->nid, "offline"));
+	EXPECT_EQ(-EBUSY, nu_node_blocks_to(self->nid, "offline"));
 	EXPECT_TRUE(nu_in_nodelist("has_private_memory", self->nid));
 	EXPECT_EQ((long)(len / PAGE), nu_pages_on(p, len, self->nid));
 	EXPECT_TRUE(nu_intact(p, len, 0xdb));
@@ -257,8 +208,8 @@ TEST_F(pd, demotion_needs_reclaim)
 {
 	ASSERT_EQ(0, set_attr(self->dev, "private", "1"));
 	ASSERT_EQ(0, set_attr(self->dev, "demotion", "1"));
-	EXPECT_NE(0, kmem("bind", self->dev));
-	EXPECT_FALSE(kmem_bound(self->dev));
+	EXPECT_NE(0, nu_dax_kmem("bind", self->dev));
+	EXPECT_FALSE(nu_dax_kmem_bound(self->dev));
 	EXPECT_FALSE(registered(self->nid));
 	EXPECT_FALSE(nu_in_nodelist("has_private_memory", self->nid));
 }

@@ -76,7 +76,6 @@
 
 #define SYSCTL		"/proc/sys/vm/migrate_rocm"
 #define KNOBS		"/sys/kernel/debug/migrate_rocm/"
-#define CGROOT		"/sys/fs/cgroup"
 #define COMPACT		"/proc/sys/vm/compact_memory"
 #define TRACEFS		"/sys/kernel/tracing/instances/"
 #define MAX_KIDS	4
@@ -383,15 +382,13 @@ FIXTURE_SETUP(rocm_race)
 	       self->node[1], self->seconds, self->dir);
 }
 
-static void cg_remove(char *cg);
-
 FIXTURE_TEARDOWN(rocm_race)
 {
 	char val[32];
 
 	kill_kids(&self->kids);
 	if (self->cg[0])
-		cg_remove(self->cg);
+		nu_cg_remove(self->cg);
 	knob_set("copy_delay_us", 0);
 	knob_set("switch_delay_us", 0);
 	if (self->old_rocm >= 0) {
@@ -868,86 +865,6 @@ struct mc_ctx {
 	unsigned long long reads;
 };
 
-static bool has_word(const char *list, const char *word)
-{
-	char pad[512], key[64];
-
-	snprintf(pad, sizeof(pad), " %s ", list);
-	snprintf(key, sizeof(key), " %s ", word);
-	return strstr(pad, key);
-}
-
-static int cg_write(const char *cg, const char *file, long long v)
-{
-	char path[PATH_MAX + 32], val[32];
-
-	snprintf(path, sizeof(path), "%s/%s", cg, file);
-	snprintf(val, sizeof(val), "%lld", v);
-	return nu_write_str(path, val);
-}
-
-static long long cg_read(const char *cg, const char *file)
-{
-	char path[PATH_MAX + 32];
-
-	snprintf(path, sizeof(path), "%s/%s", cg, file);
-	return nu_read_ll(path);
-}
-
-/* Is the memory controller there and on for the root's children? */
-static const char *cg_memory_off(void)
-{
-	char buf[256];
-
-	if (nu_read_str(CGROOT "/cgroup.controllers", buf, sizeof(buf)) < 0)
-		return "no cgroup2 at " CGROOT;
-	if (!has_word(buf, "memory"))
-		return "no memory controller in cgroup2";
-	if (nu_read_str(CGROOT "/cgroup.subtree_control", buf, sizeof(buf)) < 0)
-		return "cannot read " CGROOT "/cgroup.subtree_control";
-	if (!has_word(buf, "memory") &&
-	    nu_write_str(CGROOT "/cgroup.subtree_control", "+memory"))
-		return "cannot enable the memory controller";
-	return NULL;
-}
-
-/* Make the test cgroup, named in @cg, and move in; why not, or NULL. */
-static const char *cg_enter(char *cg, size_t len)
-{
-	const char *why = cg_memory_off();
-
-	if (why)
-		return why;
-	snprintf(cg, len, CGROOT "/rocm_race.%d", getpid());
-	if (mkdir(cg, 0755)) {
-		cg[0] = '\0';
-		return "cannot create a cgroup";
-	}
-	if (cg_write(cg, "cgroup.procs", getpid()))
-		return "cannot move into the cgroup";
-	return NULL;
-}
-
-static int cg_rmdir(const char *cg)
-{
-	for (int i = 0; i < 10; i++) {
-		if (!rmdir(cg))
-			return 0;
-		if (errno != EBUSY)
-			break;
-		usleep(100000);
-	}
-	return -errno;
-}
-
-/* Best effort, for the teardown. */
-static void cg_remove(char *cg)
-{
-	cg_write(CGROOT, "cgroup.procs", getpid());
-	if (!cg_rmdir(cg))
-		cg[0] = '\0';
-}
-
 /* Leave, drain and reclaim the test cgroup; it must hold no more than at @start. */
 static void cg_finish(struct __test_metadata *_metadata, char *cg,
 		      long long start)
@@ -955,20 +872,20 @@ static void cg_finish(struct __test_metadata *_metadata, char *cg,
 	long long end;
 	int err;
 
-	EXPECT_EQ(0, cg_write(CGROOT, "cgroup.procs", getpid()));
+	EXPECT_EQ(0, nu_cg_write(NU_CGROOT, "cgroup.procs", getpid()));
 	/*
 	 * Drains the per-CPU charge stocks, then reclaims what it can; unlike
 	 * memory.max it does not end in an OOM report when slab remains.
 	 */
-	cg_write(cg, "memory.high", 0);
+	nu_cg_write(cg, "memory.high", 0);
 	usleep(200000);
-	end = cg_read(cg, "memory.current");
+	end = nu_cg_read(cg, "memory.current");
 	TH_LOG("memory.current: %lld bytes at the start, %lld after draining",
 	       start, end);
 	EXPECT_LE(end, start + MC_SLACK * page_size) {
 		TH_LOG("the cgroup kept %lld bytes: a charge leaked", end - start);
 	}
-	err = cg_rmdir(cg);
+	err = nu_cg_rmdir(cg);
 	EXPECT_EQ(0, err) {
 		TH_LOG("rmdir %s: %s", cg, strerror(-err));
 	}
@@ -1149,10 +1066,10 @@ TEST_F(rocm_race, memcg_undo)
 	if (bad0 < 0)
 		TH_LOG("cannot read the kernel log: bad pages go unchecked");
 	ASSERT_TRUE(bouncer_init(&mig, NULL, MC_PAGES, self->node, -1));
-	why = cg_enter(self->cg, sizeof(self->cg));
+	why = nu_cg_enter("rocm_race", self->cg, sizeof(self->cg));
 	if (why)
 		SKIP(return, "%s", why);
-	start = cg_read(self->cg, "memory.current");
+	start = nu_cg_read(self->cg, "memory.current");
 	mc_setup(_metadata, self->dir, &self->kids, &c);
 	mig.base = c.map;
 
