@@ -13,6 +13,7 @@ BASE_DIR=$CACHE/base/$BASE_TOPDIR	# pristine unpacked base, never modified
 TREE=$CACHE/tree			# base + overlay, what we build
 BUILD=$CACHE/build			# O= directory of the default build
 BUILD_DEBUG=$CACHE/build-debug		# O= directory of the --debug (KASAN) build
+BUILD_BENCH=$CACHE/build-bench		# O= directory of the --bench (no DEBUG_VM, lockdep) build
 JOBS=${JOBS:-$(nproc)}
 
 # Paths in the repository that are branch tooling, not kernel content.
