@@ -650,12 +650,14 @@ static int ms_set_sample(const char *arg)
 	return 0;
 }
 
-/* Print a/b with two decimals. */
+/* Print a/b with two decimals (no u64 '%': 32-bit has no __umoddi3). */
 static void ms_print_ratio(struct seq_file *m, const char *name, u64 a, u64 b)
 {
 	u64 x = b ? div64_u64(a * 100, b) : 0;
+	u32 frac;
 
-	seq_printf(m, "%s %llu.%02llu\n", name, div_u64(x, 100), x % 100);
+	x = div_u64_rem(x, 100, &frac);
+	seq_printf(m, "%s %llu.%02u\n", name, x, frac);
 }
 
 static int ms_show(struct seq_file *m, void *v)
