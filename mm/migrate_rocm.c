@@ -43,6 +43,7 @@
 #include <linux/rmap.h>
 #include <linux/shmem_fs.h>
 #include <linux/swap.h>
+#include <linux/swapops.h>
 #include <linux/sysctl.h>
 #include <linux/vmstat.h>
 #include <trace/events/migrate.h>
@@ -693,6 +694,19 @@ struct rocm_run {
 	u8 why[MIGRATE_RANGE_MAX];	/* enum rocm_reason, per folio */
 };
 
+/* Is non-present @pte a device-private or device-exclusive entry of @src? */
+static bool rocm_run_device_entry(pte_t pte, struct folio *src)
+{
+	swp_entry_t entry;
+
+	if (!is_swap_pte(pte))
+		return false;
+	entry = pte_to_swp_entry(pte);
+	return (is_device_private_entry(entry) ||
+		is_device_exclusive_entry(entry)) &&
+	       swp_offset_pfn(entry) == folio_pfn(src);
+}
+
 /* Under the PTL: switch the PTE at @addr if it maps @src, the @i-th. */
 static bool rocm_run_pte(struct migrate_range_walk *mw, struct folio *src,
 			 struct folio *dst, unsigned int i, unsigned long addr,
@@ -701,8 +715,19 @@ static bool rocm_run_pte(struct migrate_range_walk *mw, struct folio *src,
 	struct rocm_run *r = container_of(mw, struct rocm_run, walk);
 	pte_t pte = ptep_get(ptep);
 
-	/* not present (device exclusive): folio_mapped() stops it later */
-	if (r->why[i] || !pte_present(pte) || pte_pfn(pte) != folio_pfn(src))
+	if (r->why[i])
+		return false;
+	if (!pte_present(pte)) {
+		/*
+		 * A device entry for @src is no mapping the switch can take
+		 * (nor one folio_mapped() counts): give up on @src, as the
+		 * per-folio walk does.
+		 */
+		if (rocm_run_device_entry(pte, src))
+			r->why[i] = ROCM_CHANGED;
+		return false;
+	}
+	if (pte_pfn(pte) != folio_pfn(src))
 		return false;
 	r->why[i] = rocm_pte_rules(src, mw->vma, pte, false);
 	if (r->why[i])
@@ -749,6 +774,56 @@ static bool rocm_run_vma(struct rocm_run *r, struct vm_area_struct *vma)
 }
 
 /*
+ * A run holds its rmap lock over up to 64 folios' worth of VMAs, where
+ * rmap_walk() held it for one folio's.  Every ROCM_RUN_VMAS VMAs it lets
+ * a waiting writer (mmap, munmap, fork) in, at most ROCM_RUN_RESTARTS
+ * times, and starts the VMA search over: PTEs already switched map the
+ * copy and are passed by, and a mapping of a source added meanwhile
+ * keeps it mapped, so rocm_finish() puts that folio back.
+ */
+#define ROCM_RUN_VMAS		16
+#define ROCM_RUN_RESTARTS	8
+
+/* May the walk go on after its @n-th VMA under @sem, or must it yield? */
+static bool rocm_run_yield(struct rw_semaphore *sem, unsigned int n,
+			   unsigned int *restarts)
+{
+	if (n % ROCM_RUN_VMAS || *restarts >= ROCM_RUN_RESTARTS ||
+	    !rwsem_is_contended(sem))
+		return false;
+	(*restarts)++;
+	return true;
+}
+
+/*
+ * Switch the run in the VMAs that the held rmap lock @sem shows; true if
+ * the walk must let a writer in and start over.
+ */
+static bool rocm_run_vmas(struct rocm_run *r, struct folio *last,
+			  struct rw_semaphore *sem, unsigned int *restarts)
+{
+	struct folio *first = r->walk.src;
+	struct anon_vma_chain *avc;
+	struct vm_area_struct *vma;
+	unsigned int n = 0;
+
+	if (folio_test_anon(first)) {
+		anon_vma_interval_tree_foreach(avc,
+					       &folio_anon_vma(first)->rb_root,
+					       first->index, last->index)
+			if (!rocm_run_vma(r, avc->vma) ||
+			    rocm_run_yield(sem, ++n, restarts))
+				return rocm_run_left(r);
+		return false;
+	}
+	vma_interval_tree_foreach(vma, &first->mapping->i_mmap, first->index,
+				  last->index)
+		if (!rocm_run_vma(r, vma) || rocm_run_yield(sem, ++n, restarts))
+			return rocm_run_left(r);
+	return false;
+}
+
+/*
  * Every VMA that may map a folio of the run, as rmap_walk() finds them
  * for each folio.  The folios are locked; for anon, migrate_folio_unmap()
  * holds a reference on their anon_vma, which cannot change or go away.
@@ -756,26 +831,25 @@ static bool rocm_run_vma(struct rocm_run *r, struct vm_area_struct *vma)
 static void rocm_run_switch(struct rocm_run *r, struct folio *last)
 {
 	struct folio *first = r->walk.src;
-	struct vm_area_struct *vma;
+	bool anon = folio_test_anon(first), again;
+	struct anon_vma *anon_vma = anon ? folio_anon_vma(first) : NULL;
+	struct rw_semaphore *sem = anon ? &anon_vma->root->rwsem :
+					  &first->mapping->i_mmap_rwsem;
+	unsigned int restarts = 0;
 
-	if (folio_test_anon(first)) {
-		struct anon_vma *anon_vma = folio_anon_vma(first);
-		struct anon_vma_chain *avc;
-
-		anon_vma_lock_read(anon_vma);
-		anon_vma_interval_tree_foreach(avc, &anon_vma->rb_root,
-					       first->index, last->index)
-			if (!rocm_run_vma(r, avc->vma))
-				break;
-		anon_vma_unlock_read(anon_vma);
-		return;
-	}
-	i_mmap_lock_read(first->mapping);
-	vma_interval_tree_foreach(vma, &first->mapping->i_mmap, first->index,
-				  last->index)
-		if (!rocm_run_vma(r, vma))
-			break;
-	i_mmap_unlock_read(first->mapping);
+	do {
+		if (anon)
+			anon_vma_lock_read(anon_vma);
+		else
+			i_mmap_lock_read(first->mapping);
+		again = rocm_run_vmas(r, last, sem, &restarts);
+		if (anon)
+			anon_vma_unlock_read(anon_vma);
+		else
+			i_mmap_unlock_read(first->mapping);
+		if (again)
+			cond_resched();
+	} while (again);
 }
 
 u64 migrate_rocm_move_run(struct folio *src, struct folio *dst,
@@ -807,6 +881,8 @@ u64 migrate_rocm_move_run(struct folio *src, struct folio *dst,
 
 	t = migrate_stage_run_begin();
 	rocm_run_switch(&r, last);
+	/* the walk's time, in equal shares, as the range remap does */
+	migrate_stage_run_done(ctx, MIGRATE_STAGE_REMAP, idx, nr, t);
 	/* the switched PTEs before the reference count (GUP-fast rechecks) */
 	smp_mb();
 	for (i = 0, s = src, d = dst; i < nr; i++) {
@@ -817,7 +893,6 @@ u64 migrate_rocm_move_run(struct folio *src, struct folio *dst,
 		s = list_next_entry(s, lru);
 		d = list_next_entry(d, lru);
 	}
-	migrate_stage_run_done(ctx, MIGRATE_STAGE_REMAP, idx, nr, t);
 	migrate_range_count_rocm(nr, hweight64(moved));
 	return moved;
 }
