@@ -373,7 +373,13 @@ void __migrate_stage_run_done(struct migrate_stage_ctx *ctx,
 			ms_stage_done(stage, share);
 			continue;
 		}
-		__migrate_stage_unmapped(now - share, 1);
+		/*
+		 * The share as it is: __migrate_stage_unmapped(now - share)
+		 * would add the time this loop has run so far to each.
+		 */
+		ms_stage_done(MIGRATE_STAGE_UNMAP, share);
+		ctx->nr_ptes++;
+		ctx->last_unmap = now - share;
 		/* its slot was filled when it was left mapped: correct it */
 		if (idx + i < ctx->cap_unmapped) {
 			ctx->slots[idx + i].t_unmap = t0 + share * i;
