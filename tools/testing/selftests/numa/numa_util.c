@@ -804,8 +804,15 @@ int nu_trace_count(struct nu_event *ev, int n, long (*fn)(void *arg),
 		return -1;
 	for (int i = 0; i < n; i++)
 		ev[i].count = 0;
-	if (!nu_inst_events(inst, ev, n, true)) {
+	/*
+	 * Record only while @fn runs: enabling an event can patch code
+	 * (static keys and calls), and text_poke() flushes TLBs.
+	 */
+	if (!nu_inst_write(inst, "tracing_on", "0") &&
+	    !nu_inst_events(inst, ev, n, true) &&
+	    !nu_inst_write(inst, "tracing_on", "1")) {
 		*ret = fn(arg);
+		nu_inst_write(inst, "tracing_on", "0");
 		nu_inst_events(inst, ev, n, false);
 		buf = malloc(size);
 		snprintf(path, sizeof(path), "%s/trace", inst);
