@@ -775,32 +775,20 @@ static bool rocm_run_vma(struct rocm_run *r, struct vm_area_struct *vma)
 
 /*
  * A run holds its rmap lock over up to 64 folios' worth of VMAs, where
- * rmap_walk() held it for one folio's.  Every ROCM_RUN_VMAS VMAs it lets
- * a waiting writer (mmap, munmap, fork) in, at most ROCM_RUN_RESTARTS
- * times, and starts the VMA search over: PTEs already switched map the
- * copy and are passed by, and a mapping of a source added meanwhile
- * keeps it mapped, so rocm_finish() puts that folio back.
+ * rmap_walk() held it for one folio's.  If a writer (mmap, munmap, fork)
+ * waits for it after ROCM_RUN_VMAS VMAs, the run gives the lock up and
+ * its folios that may still move finish with the per-folio walk, one
+ * lock hold each as before runs (PTEs already switched map the copy and
+ * do not match the source).
  */
 #define ROCM_RUN_VMAS		16
-#define ROCM_RUN_RESTARTS	8
-
-/* May the walk go on after its @n-th VMA under @sem, or must it yield? */
-static bool rocm_run_yield(struct rw_semaphore *sem, unsigned int n,
-			   unsigned int *restarts)
-{
-	if (n % ROCM_RUN_VMAS || *restarts >= ROCM_RUN_RESTARTS ||
-	    !rwsem_is_contended(sem))
-		return false;
-	(*restarts)++;
-	return true;
-}
 
 /*
  * Switch the run in the VMAs that the held rmap lock @sem shows; true if
- * the walk must let a writer in and start over.
+ * a writer waits and the per-folio walk must finish the run.
  */
 static bool rocm_run_vmas(struct rocm_run *r, struct folio *last,
-			  struct rw_semaphore *sem, unsigned int *restarts)
+			  struct rw_semaphore *sem)
 {
 	struct folio *first = r->walk.src;
 	struct anon_vma_chain *avc;
@@ -810,17 +798,43 @@ static bool rocm_run_vmas(struct rocm_run *r, struct folio *last,
 	if (folio_test_anon(first)) {
 		anon_vma_interval_tree_foreach(avc,
 					       &folio_anon_vma(first)->rb_root,
-					       first->index, last->index)
-			if (!rocm_run_vma(r, avc->vma) ||
-			    rocm_run_yield(sem, ++n, restarts))
-				return rocm_run_left(r);
+					       first->index, last->index) {
+			if (!rocm_run_vma(r, avc->vma))
+				return false;
+			if (!(++n % ROCM_RUN_VMAS) && rwsem_is_contended(sem))
+				return true;
+		}
 		return false;
 	}
 	vma_interval_tree_foreach(vma, &first->mapping->i_mmap, first->index,
-				  last->index)
-		if (!rocm_run_vma(r, vma) || rocm_run_yield(sem, ++n, restarts))
-			return rocm_run_left(r);
+				  last->index) {
+		if (!rocm_run_vma(r, vma))
+			return false;
+		if (!(++n % ROCM_RUN_VMAS) && rwsem_is_contended(sem))
+			return true;
+	}
 	return false;
+}
+
+/* migrate_rocm_move()'s walk for each folio of the run still to move. */
+static void rocm_run_per_folio(struct rocm_run *r)
+{
+	struct folio *src = r->walk.src, *dst = r->walk.dst;
+	unsigned int i;
+
+	for (i = 0; i < r->walk.nr; i++) {
+		if (!r->why[i] && folio_mapped(src)) {
+			struct rocm_walk w = {
+				.from = src, .to = dst, .check = true,
+				.inplace = ROCM_INPLACE, .defer = ROCM_INPLACE,
+			};
+
+			rocm_walk(&w, rocm_switch_one);
+			r->why[i] = w.why;
+		}
+		src = list_next_entry(src, lru);
+		dst = list_next_entry(dst, lru);
+	}
 }
 
 /*
@@ -831,25 +845,22 @@ static bool rocm_run_vmas(struct rocm_run *r, struct folio *last,
 static void rocm_run_switch(struct rocm_run *r, struct folio *last)
 {
 	struct folio *first = r->walk.src;
-	bool anon = folio_test_anon(first), again;
-	struct anon_vma *anon_vma = anon ? folio_anon_vma(first) : NULL;
-	struct rw_semaphore *sem = anon ? &anon_vma->root->rwsem :
-					  &first->mapping->i_mmap_rwsem;
-	unsigned int restarts = 0;
+	struct anon_vma *anon_vma;
+	bool handed_over;
 
-	do {
-		if (anon)
-			anon_vma_lock_read(anon_vma);
-		else
-			i_mmap_lock_read(first->mapping);
-		again = rocm_run_vmas(r, last, sem, &restarts);
-		if (anon)
-			anon_vma_unlock_read(anon_vma);
-		else
-			i_mmap_unlock_read(first->mapping);
-		if (again)
-			cond_resched();
-	} while (again);
+	if (folio_test_anon(first)) {
+		anon_vma = folio_anon_vma(first);
+		anon_vma_lock_read(anon_vma);
+		handed_over = rocm_run_vmas(r, last, &anon_vma->root->rwsem);
+		anon_vma_unlock_read(anon_vma);
+	} else {
+		i_mmap_lock_read(first->mapping);
+		handed_over = rocm_run_vmas(r, last,
+					    &first->mapping->i_mmap_rwsem);
+		i_mmap_unlock_read(first->mapping);
+	}
+	if (handed_over)
+		rocm_run_per_folio(r);
 }
 
 u64 migrate_rocm_move_run(struct folio *src, struct folio *dst,
