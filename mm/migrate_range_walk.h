@@ -18,7 +18,7 @@
 struct migrate_range_walk {
 	struct vm_area_struct *vma;
 	struct folio *src;	/* the run's first folio */
-	struct folio *dst;	/* its destination: remap only */
+	struct folio *dst;	/* its destination: remap and ROCM only */
 	unsigned int nr;
 	unsigned int locked;	/* remap: entries left in VM_LOCKED VMAs */
 	/*
@@ -32,8 +32,9 @@ struct migrate_range_walk {
 
 /*
  * Call w->pte() for each folio of the run at its address in w->vma, a
- * PTE table at a time (one walk down and one lock per table).  The unmap
- * skips folios no longer mapped.  Returns how many calls returned true.
+ * PTE table at a time (one walk down and one lock per table).  Without a
+ * @dst (the unmap) folios no longer mapped are skipped.  Returns how many
+ * calls returned true.
  * Inlined, so that w->pte() is a direct call.
  */
 static __always_inline unsigned int
