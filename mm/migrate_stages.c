@@ -12,6 +12,8 @@
  * debugfs file folds and prints.  See Documentation/mm/migrate_stages.rst.
  */
 #include <linux/debugfs.h>
+#include <linux/kcsan-checks.h>
+#include <linux/list.h>
 #include <linux/log2.h>
 #include <linux/math64.h>
 #include <linux/migrate.h>
@@ -20,7 +22,7 @@
 #include <linux/mutex.h>
 #include <linux/percpu.h>
 #include <linux/sched.h>
-#include <linux/sched/clock.h>
+#include <linux/timekeeping.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -30,7 +32,7 @@
 #define MS_BUCKETS	32		/* log2(ns): 0, [1,2), .. [2^30, inf) */
 #define MS_NO_REASON	MR_TYPES	/* fault side, or no batch to name one */
 #define MS_REASONS	(MR_TYPES + 1)
-#define MS_WINDOW_SLOTS	512		/* folios per batch whose WINDOW is timed */
+#define MS_MAX_SAMPLES	512		/* folios a batch samples, at most */
 #define MS_RING_SIZE	4096		/* per-folio records kept; a power of 2 */
 #define MS_PEND		32		/* records a batch gathers per ring lock */
 #define MS_SAMPLE_DEFAULT 64		/* time 1 folio in 64 by default */
@@ -38,8 +40,13 @@
 
 DEFINE_STATIC_KEY_FALSE(migrate_stages_key);
 
-/* One CPU's share of the statistics; updated with preemption off. */
+/*
+ * One CPU's share of the statistics; updated by that CPU only, with
+ * preemption off.  A block whose @gen is not ms_gen predates the last
+ * reset: it counts as empty, and its CPU clears it before its next use.
+ */
 struct migrate_stage_cpu {
+	unsigned long gen;	/* ms_gen when this block was last cleared */
 	u64 count[MS_REASONS][NR_MIGRATE_STAGES];	/* timed events */
 	u64 sum_ns[MS_REASONS][NR_MIGRATE_STAGES];	/* their total ns */
 	u64 max_ns[NR_MIGRATE_STAGES];			/* longest event */
@@ -49,6 +56,7 @@ struct migrate_stage_cpu {
 	u64 folios;		/* folios unmapped by those batches */
 	u64 flushes;		/* batched TLB flushes that had work */
 	u64 flush_cpus;		/* CPUs those flushes targeted (x86) */
+	u64 untimed;		/* batches that could not get their record */
 };
 
 /* All CPUs folded together, built for each read of the debugfs file. */
@@ -62,6 +70,7 @@ struct migrate_stage_sum {
 	u64 folios;
 	u64 flushes;
 	u64 flush_cpus;
+	u64 untimed;
 };
 
 /* One folio moved by a batch: a row of the migrate_stages_log CSV. */
@@ -118,9 +127,11 @@ static const char * const ms_reason_names[MS_REASONS] = {
 	[MS_NO_REASON]		= "none",
 };
 
-/* Guards ms_debugfs_on and the allocation of ms_stats. */
+/* Guards ms_debugfs_on, ms_gen and the allocation of ms_stats. */
 static DEFINE_MUTEX(ms_lock);
 static bool ms_debugfs_on;
+/* Bumped by each reset: see struct migrate_stage_cpu. */
+static unsigned long ms_gen;
 /* Per-folio stages are timed for 1 folio in this many (1 = all). */
 static unsigned int ms_sample_every = MS_SAMPLE_DEFAULT;
 /* Folios seen per CPU, so that one-folio batches are sampled too. */
@@ -160,9 +171,13 @@ static unsigned long ms_ring_snapshot(struct migrate_stage_ring *r,
 	return n;
 }
 
+/*
+ * CLOCK_MONOTONIC: a stage may sleep or be rescheduled and end on
+ * another CPU than it began on, which local_clock() does not allow for.
+ */
 static inline u64 ms_now(void)
 {
-	return local_clock();
+	return ktime_get_ns();
 }
 
 static inline u64 ms_since(u64 t0)
@@ -244,17 +259,52 @@ static void ms_merge(struct migrate_stage_sum *sum,
 	sum->folios += s->folios;
 	sum->flushes += s->flushes;
 	sum->flush_cpus += s->flush_cpus;
+	sum->untimed += s->untimed;
+}
+
+/*
+ * Fold the blocks of every CPU that have been cleared since the last
+ * reset.  The others update theirs meanwhile: a snapshot, not a sum
+ * taken at one instant.
+ */
+static void ms_fold(struct migrate_stage_sum *sum,
+		    struct migrate_stage_cpu __percpu *st, unsigned long gen)
+{
+	int cpu;
+
+	if (!st)
+		return;
+	kcsan_disable_current();
+	for_each_possible_cpu(cpu) {
+		struct migrate_stage_cpu *s = per_cpu_ptr(st, cpu);
+
+		/* pairs with ms_get_cpu(): a block is cleared before its gen */
+		if (smp_load_acquire(&s->gen) == gen)
+			ms_merge(sum, s);
+	}
+	kcsan_enable_current();
 }
 
 /* This CPU's counters while the debugfs switch is on, else NULL. */
 static struct migrate_stage_cpu *ms_get_cpu(void)
 {
-	struct migrate_stage_cpu __percpu *st = READ_ONCE(ms_stats);
+	/* pairs with ms_set(): the blocks are zeroed before published */
+	struct migrate_stage_cpu __percpu *st = smp_load_acquire(&ms_stats);
+	struct migrate_stage_cpu *s;
+	unsigned long gen;
 
 	if (!st || !READ_ONCE(ms_debugfs_on))
 		return NULL;
 	preempt_disable();
-	return this_cpu_ptr(st);
+	s = this_cpu_ptr(st);
+	gen = READ_ONCE(ms_gen);
+	if (unlikely(s->gen != gen)) {
+		/* a reset since this CPU last counted: start afresh */
+		memset((char *)s + sizeof(s->gen), 0, sizeof(*s) - sizeof(s->gen));
+		/* pairs with ms_fold(): no half-cleared block is summed */
+		smp_store_release(&s->gen, gen);
+	}
+	return s;
 }
 
 static void ms_put_cpu(struct migrate_stage_cpu *s)
@@ -272,47 +322,81 @@ static void ms_record(unsigned int reason, enum migrate_stage stage, u64 ns)
 	ms_put_cpu(s);
 }
 
-static void ms_ctx_add(struct migrate_stage_ctx *ctx, enum migrate_stage stage,
-		       u64 ns)
+static void ms_batch_add(struct migrate_stage_batch *b,
+			 enum migrate_stage stage, u64 ns)
 {
-	ctx->ns[stage] += ns;
-	ctx->count[stage]++;
+	b->ns[stage] += ns;
+	b->count[stage]++;
 }
 
-/* Note what the folio now being unmapped or moved spent in @stage. */
-static void ms_ctx_folio(struct migrate_stage_ctx *ctx, enum migrate_stage stage,
-			 u64 ns)
+static void ms_add_u32(u32 *acc, u64 ns)
+{
+	*acc = min_t(u64, (u64)*acc + ns, U32_MAX);
+}
+
+/* Note in its slot what a sampled folio spent in @stage. */
+static void ms_slot_add(struct migrate_stage_slot *slot,
+			enum migrate_stage stage, u64 ns)
 {
 	switch (stage) {
 	case MIGRATE_STAGE_ALLOC:
-		ctx->cur_alloc = ns;
+		ms_add_u32(&slot->alloc_ns, ns);
 		break;
 	case MIGRATE_STAGE_UNMAP:
-		ctx->cur_unmap = ns;
+		ms_add_u32(&slot->unmap_ns, ns);
 		break;
 	case MIGRATE_STAGE_COPY:
-		ctx->cur_copy += ns;
+		ms_add_u32(&slot->copy_ns, ns);
 		break;
 	case MIGRATE_STAGE_MAPPING:
-		ctx->cur_mapping += ns;
+		ms_add_u32(&slot->mapping_ns, ns);
 		break;
 	case MIGRATE_STAGE_REMAP:
-		ctx->cur_remap += ns;
+		ms_add_u32(&slot->remap_ns, ns);
 		break;
 	default:
 		break;
 	}
 }
 
-static void ms_stage_done(enum migrate_stage stage, u64 ns)
+/* Count @ns of @stage for the batch (if any) and the summary. */
+static void ms_count(struct migrate_stage_ctx *ctx, enum migrate_stage stage,
+		     u64 ns)
+{
+	if (ctx->b)
+		ms_batch_add(ctx->b, stage, ns);
+	ms_record(ctx->reason, stage, ns);
+}
+
+/*
+ * The folio at work spent @ns in @stage.  Returns false when ROCM's
+ * copy or switch is held in the folio's slot, to be counted only if ROCM
+ * moves the folio (migrate_stage_rocm_done()).
+ */
+static bool ms_stage_done(enum migrate_stage stage, u64 ns)
 {
 	struct migrate_stage_ctx *ctx = current->migrate_stage_ctx;
+	struct migrate_stage_batch *b = ctx->b;
 
-	if (ctx) {
-		ms_ctx_add(ctx, stage, ns);
-		ms_ctx_folio(ctx, stage, ns);
-	}
-	ms_record(ctx ? ctx->reason : MS_NO_REASON, stage, ns);
+	if (b && b->cur)
+		ms_slot_add(b->cur, stage, ns);
+	if (b && b->rocm_phase &&
+	    (stage == MIGRATE_STAGE_COPY || stage == MIGRATE_STAGE_REMAP))
+		return false;
+	ms_count(ctx, stage, ns);
+	return true;
+}
+
+static void ms_count_bytes(struct migrate_stage_ctx *ctx, u64 bytes)
+{
+	struct migrate_stage_cpu *s;
+
+	if (ctx->b)
+		ctx->b->bytes_copied += bytes;
+	s = ms_get_cpu();
+	if (s)
+		s->bytes_copied += bytes;
+	ms_put_cpu(s);
 }
 
 u64 __migrate_stage_now(void)
@@ -320,6 +404,10 @@ u64 __migrate_stage_now(void)
 	return ms_now() ?: 1;
 }
 
+/*
+ * The __migrate_stage_*() calls below run only with a timestamp from
+ * migrate_stage_begin(): under a context that is on.
+ */
 void __migrate_stage_end(enum migrate_stage stage, u64 t0)
 {
 	ms_stage_done(stage, ms_since(t0));
@@ -327,26 +415,18 @@ void __migrate_stage_end(enum migrate_stage stage, u64 t0)
 
 void __migrate_stage_copied(u64 t0, size_t bytes)
 {
-	struct migrate_stage_ctx *ctx = current->migrate_stage_ctx;
-	struct migrate_stage_cpu *s;
-
-	ms_stage_done(MIGRATE_STAGE_COPY, ms_since(t0));
-	if (ctx)
-		ctx->bytes_copied += bytes;
-	s = ms_get_cpu();
-	if (s)
-		s->bytes_copied += bytes;
-	ms_put_cpu(s);
+	if (ms_stage_done(MIGRATE_STAGE_COPY, ms_since(t0)))
+		ms_count_bytes(current->migrate_stage_ctx, bytes);
 }
 
 void __migrate_stage_unmapped(u64 t0, int nr_ptes)
 {
-	struct migrate_stage_ctx *ctx = current->migrate_stage_ctx;
+	struct migrate_stage_batch *b = current->migrate_stage_ctx->b;
 
 	ms_stage_done(MIGRATE_STAGE_UNMAP, ms_since(t0));
-	if (ctx) {
-		ctx->nr_ptes += max(nr_ptes, 0);
-		ctx->last_unmap = t0;
+	if (b) {
+		b->nr_ptes += max(nr_ptes, 0);
+		b->last_unmap = t0;
 	}
 }
 
@@ -360,31 +440,28 @@ void __migrate_stage_run_done(struct migrate_stage_ctx *ctx,
 			      enum migrate_stage stage, unsigned int idx,
 			      unsigned int nr, u64 t0)
 {
+	struct migrate_stage_batch *b = ctx->b;
 	u64 now = ms_now(), share = div_u64(now > t0 ? now - t0 : 0, nr);
 	unsigned int i;
 
-	if (!ctx->start)
+	if (WARN_ON_ONCE(ctx != current->migrate_stage_ctx))
 		return;
 	for (i = 0; i < nr; i++) {
 		migrate_stage_folio_select(ctx, idx + i);
-		if (!ctx->folio_on)
+		if (!b->cur)
 			continue;
 		if (stage != MIGRATE_STAGE_UNMAP) {
 			ms_stage_done(stage, share);
 			continue;
 		}
 		/*
-		 * The share as it is: __migrate_stage_unmapped(now - share)
-		 * would add the time this loop has run so far to each.
+		 * Its slot was filled when it was left mapped: the run's
+		 * share replaces that, and its WINDOW starts with the share.
 		 */
+		b->cur->unmap_ns = 0;
 		ms_stage_done(MIGRATE_STAGE_UNMAP, share);
-		ctx->nr_ptes++;
-		ctx->last_unmap = now - share;
-		/* its slot was filled when it was left mapped: correct it */
-		if (idx + i < ctx->cap_unmapped) {
-			ctx->slots[idx + i].t_unmap = t0 + share * i;
-			ctx->slots[idx + i].unmap_ns = share;
-		}
+		b->cur->t_unmap = t0 + share * i ?: 1;
+		b->nr_ptes++;
 	}
 }
 
@@ -405,12 +482,12 @@ u64 __migrate_stage_flush_begin(void)
 	unsigned int cpus;
 	struct migrate_stage_cpu *s;
 
-	if (!current->tlb_ubc.flush_required)
+	if (!ctx || !ctx->on || !current->tlb_ubc.flush_required)
 		return 0;
 	cpus = ms_flush_breadth();
-	if (ctx) {
-		ctx->nr_flushes++;
-		ctx->flush_cpus += cpus;
+	if (ctx->b) {
+		ctx->b->nr_flushes++;
+		ctx->b->flush_cpus += cpus;
 	}
 	s = ms_get_cpu();
 	if (s) {
@@ -424,159 +501,229 @@ u64 __migrate_stage_flush_begin(void)
 #endif
 }
 
-void __migrate_stage_batch_begin(struct migrate_stage_ctx *ctx, int mode,
-				 int reason)
+/* How a batch samples its folios. */
+struct ms_shape {
+	unsigned int every;	/* 1 folio in @every */
+	unsigned int seq;	/* from the one at this phase, < @every */
+	unsigned int nr_slots;	/* folios sampled, at most */
+};
+
+/*
+ * A batch of @nr folios samples 1 in @every, or fewer when that would
+ * take more than MS_MAX_SAMPLES slots (large batches of 64K-page arm64),
+ * continuing the sampling sequence at @seq.
+ */
+static struct ms_shape ms_batch_shape(unsigned int nr, unsigned int every,
+				      unsigned int seq)
 {
-	memset(ctx, 0, sizeof(*ctx));
-	ctx->mode = mode;
-	ctx->reason = reason;
-	ctx->every = READ_ONCE(ms_sample_every) ?: 1;
-	ctx->seq = raw_cpu_read(ms_sample_seq);
-	ctx->trace_folio = trace_mm_migrate_folio_enabled();
-	/* No reclaim from here: we may be in compaction or reclaim already. */
-	ctx->slots = kmalloc(MS_WINDOW_SLOTS * sizeof(*ctx->slots) +
-			     MS_PEND * sizeof(*ctx->pend), GFP_NOWAIT | __GFP_NOWARN);
-	ctx->cap_unmapped = ctx->slots ? MS_WINDOW_SLOTS : 0;
-	ctx->pend = ctx->slots ? (void *)(ctx->slots + MS_WINDOW_SLOTS) : NULL;
-	ctx->prev = current->migrate_stage_ctx;
-	current->migrate_stage_ctx = ctx;
-	ctx->start = ms_now() ?: 1;
+	struct ms_shape sh;
+
+	sh.every = max(every, DIV_ROUND_UP(nr, MS_MAX_SAMPLES));
+	sh.seq = seq % sh.every;
+	/* sampled: idx with (seq + idx) % every == 0, slot k in order */
+	sh.nr_slots = nr ? (sh.seq + nr - 1) / sh.every - (sh.seq != 0) + 1 : 0;
+	return sh;
+}
+
+/* Anything that reads a batch's record: else the batch is not timed. */
+static bool ms_batch_wanted(void)
+{
+	return READ_ONCE(ms_debugfs_on) || trace_mm_migrate_batch_enabled() ||
+	       trace_mm_migrate_folio_enabled();
+}
+
+void __migrate_stage_batch_begin(struct migrate_stage_ctx *ctx,
+				 struct list_head *from, int mode)
+{
+	struct migrate_stage_batch *b;
+	struct ms_shape shape;
+	unsigned int pend;
+	size_t size;
+
+	if (!ms_batch_wanted())
+		return;
+	shape = ms_batch_shape(list_count_nodes(from),
+			       READ_ONCE(ms_sample_every) ?: 1,
+			       raw_cpu_read(ms_sample_seq));
+	pend = READ_ONCE(ms_debugfs_on) ? min(shape.nr_slots, MS_PEND) : 0;
+	size = struct_size(b, slots, shape.nr_slots) + pend * sizeof(*b->pend);
+	/*
+	 * Batches run in direct compaction and reclaim (PF_MEMALLOC): no
+	 * reserves, no reclaim, no warning; the batch goes untimed instead.
+	 */
+	b = kzalloc(size, GFP_NOWAIT | __GFP_NOWARN | __GFP_NOMEMALLOC);
+	if (!b) {
+		struct migrate_stage_cpu *s = ms_get_cpu();
+
+		if (s)
+			s->untimed++;
+		ms_put_cpu(s);
+		return;
+	}
+	b->every = shape.every;
+	b->seq = shape.seq;
+	b->nr_slots = shape.nr_slots;
+	b->mode = mode;
+	b->trace_folio = trace_mm_migrate_folio_enabled();
+	b->cap_pend = pend;
+	b->pend = pend ? (void *)&b->slots[b->nr_slots] : NULL;
+	ctx->b = b;
+	ctx->on = true;
+	b->start = ms_now() ?: 1;
 }
 
 void __migrate_stage_batch_end(struct migrate_stage_ctx *ctx)
 {
-	u64 total = ms_since(ctx->start);
+	struct migrate_stage_batch *b = ctx->b;
+	u64 total = ms_since(b->start);
 	struct migrate_stage_cpu *s;
 
-	current->migrate_stage_ctx = ctx->prev;
-	this_cpu_add(ms_sample_seq, max(ctx->nr_unmapped, 1U));
-	ms_ctx_add(ctx, MIGRATE_STAGE_BATCH, total);
+	this_cpu_add(ms_sample_seq, max(b->nr_folios, 1U));
+	ms_batch_add(b, MIGRATE_STAGE_BATCH, total);
 	ms_record(ctx->reason, MIGRATE_STAGE_BATCH, total);
 	s = ms_get_cpu();
 	if (s) {
 		s->batches++;
-		s->folios += ctx->nr_folios;
+		s->folios += b->nr_folios;
 	}
 	ms_put_cpu(s);
 	trace_mm_migrate_batch(ctx, total);
-	if (ctx->nr_pend)
-		ms_ring_push(&ms_ring, ctx->pend, ctx->nr_pend);
-	kfree(ctx->slots);
-	ctx->slots = NULL;
-	ctx->pend = NULL;
-	ctx->start = 0;
+	if (b->nr_pend)
+		ms_ring_push(&ms_ring, b->pend, b->nr_pend);
+	ctx->b = NULL;
+	ctx->on = false;
+	kfree(b);
+}
+
+void __migrate_stage_scope_begin(struct migrate_stage_ctx *ctx)
+{
+	ctx->on = READ_ONCE(ms_debugfs_on);
 }
 
 /*
- * A sampled folio lost its PTEs: remember when (the start of its UNMAP)
- * and what its ALLOC and UNMAP took, for its WINDOW and its record.  The
- * counts are kept inline by migrate_stage_folio_unmapped().
+ * A sampled folio lost its PTEs: remember when (the start of its UNMAP),
+ * for its WINDOW.  The counts are kept inline by
+ * migrate_stage_folio_unmapped().
  */
-static void ms_slot_fill(struct migrate_stage_ctx *ctx, u64 now)
+void __migrate_stage_folio_unmapped(struct migrate_stage_batch *b)
 {
-	struct migrate_stage_slot *slot;
-
-	if (ctx->nr_unmapped >= ctx->cap_unmapped)
-		return;
-	slot = &ctx->slots[ctx->nr_unmapped];
 	/* a folio moved in place by ROCM was never unmapped: no WINDOW */
-	slot->t_unmap = ctx->cur_rocm ? 0 : ctx->last_unmap ?: now ?: 1;
-	slot->alloc_ns = ctx->cur_alloc;
-	slot->unmap_ns = ctx->cur_unmap;
-}
-
-void __migrate_stage_folio_unmapped(struct migrate_stage_ctx *ctx)
-{
-	ms_slot_fill(ctx, ctx->last_unmap ? 0 : ms_now());
+	if (b->cur_rocm)
+		b->cur->t_unmap = 0;
+	else
+		b->cur->t_unmap = b->last_unmap ?: __migrate_stage_now();
 }
 
 /* A sampled (or traced) folio is about to be moved. */
-void __migrate_stage_folio_move_begin(struct migrate_stage_ctx *ctx,
+void __migrate_stage_folio_move_begin(struct migrate_stage_batch *b,
 				      struct folio *src, struct folio *dst)
 {
-	ctx->cur_src_pfn = folio_pfn(src);
-	ctx->cur_dst_pfn = folio_pfn(dst);
-	ctx->cur_order = folio_order(src);
-	ctx->cur_copy = 0;
-	ctx->cur_mapping = 0;
-	ctx->cur_remap = 0;
+	b->cur_src_pfn = folio_pfn(src);
+	b->cur_dst_pfn = folio_pfn(dst);
+	b->cur_order = folio_order(src);
 }
 
 /*
- * The @idx-th folio unmapped by the batch has been moved (or given up)
- * and its source unlocked at @now.  Only the first pass keeps the unmap
- * order, so WINDOW is timed for folios that succeed there; later passes
- * are counted as retried.  Returns the window, 0 if not timed.
+ * The folio at work, the @idx-th unmapped by the batch, has been moved
+ * (or given up) and its source unlocked at @now.  Only the first pass
+ * keeps the unmap order, so WINDOW is timed for folios that succeed
+ * there; later passes are counted as retried.  Returns the window, 0 if
+ * not timed.
  */
-static u64 ms_folio_moved(struct migrate_stage_ctx *ctx, unsigned int idx,
-			  int pass, int rc, u64 now)
+static u64 ms_folio_moved(struct migrate_stage_batch *b, int pass, int rc,
+			  u64 now)
 {
 	u64 window;
 
 	if (pass) {
-		ctx->nr_retried++;
+		b->nr_retried++;
 		return 0;
 	}
-	/* only a sampled folio's slot was filled in */
-	if (rc != MIGRATEPAGE_SUCCESS || !ctx->folio_on ||
-	    idx >= ctx->cap_unmapped || idx >= ctx->nr_unmapped ||
-	    !ctx->slots[idx].t_unmap)
+	/* only a sampled folio has a slot */
+	if (rc != MIGRATEPAGE_SUCCESS || !b->cur || !b->cur->t_unmap)
 		return 0;
-	window = now > ctx->slots[idx].t_unmap ? now - ctx->slots[idx].t_unmap : 0;
-	ms_ctx_add(ctx, MIGRATE_STAGE_WINDOW, window);
-	ctx->window_max = max(ctx->window_max, window);
+	window = now > b->cur->t_unmap ? now - b->cur->t_unmap : 0;
+	ms_batch_add(b, MIGRATE_STAGE_WINDOW, window);
+	b->window_max = max(b->window_max, window);
 	return window;
 }
 
-/* Fill a ring record for the folio just moved. */
+/* Fill a ring record for the sampled folio just moved on the first pass. */
 static void ms_fill_rec(struct migrate_stage_rec *rec,
-			const struct migrate_stage_ctx *ctx, unsigned int idx,
-			int pass, int rc, u64 now, u64 window)
+			const struct migrate_stage_batch *b, int reason,
+			int rc, u64 now, u64 window)
 {
-	const struct migrate_stage_slot *slot = NULL;
+	const struct migrate_stage_slot *slot = b->cur;
 
-	if (!pass && ctx->folio_on && idx < ctx->cap_unmapped &&
-	    idx < ctx->nr_unmapped)
-		slot = &ctx->slots[idx];
 	*rec = (struct migrate_stage_rec) {
 		.ts = now,
-		.src_pfn = ctx->cur_src_pfn,
-		.dst_pfn = ctx->cur_dst_pfn,
-		.alloc_ns = slot ? slot->alloc_ns : 0,
-		.unmap_ns = slot ? slot->unmap_ns : 0,
-		.copy_ns = ctx->cur_copy,
-		.mapping_ns = ctx->cur_mapping,
-		.remap_ns = ctx->cur_remap,
+		.src_pfn = b->cur_src_pfn,
+		.dst_pfn = b->cur_dst_pfn,
+		.alloc_ns = slot->alloc_ns,
+		.unmap_ns = slot->unmap_ns,
+		.copy_ns = slot->copy_ns,
+		.mapping_ns = slot->mapping_ns,
+		.remap_ns = slot->remap_ns,
 		.window_ns = window,
 		.rc = rc,
-		.order = ctx->cur_order,
-		.reason = ctx->reason,
-		.mode = ctx->mode,
-		.pass = min(pass, 255),
+		.order = b->cur_order,
+		.reason = reason,
+		.mode = b->mode,
+		.pass = 0,
 	};
 }
 
 void __migrate_stage_folio_moved(struct migrate_stage_ctx *ctx,
 				 unsigned int idx, int pass, int rc)
 {
+	struct migrate_stage_batch *b = ctx->b;
 	u64 now, window;
 
 	/* called for sampled folios, and for all while the tracepoint is on */
 	now = ms_now();
-	window = ms_folio_moved(ctx, idx, pass, rc, now);
+	window = ms_folio_moved(b, pass, rc, now);
 
 	if (window)
 		ms_record(ctx->reason, MIGRATE_STAGE_WINDOW, window);
-	if (READ_ONCE(ms_debugfs_on) && ctx->pend && ctx->folio_on) {
-		ms_fill_rec(&ctx->pend[ctx->nr_pend++], ctx, idx, pass, rc, now,
+	if (b->cur && b->nr_pend < b->cap_pend) {
+		ms_fill_rec(&b->pend[b->nr_pend++], b, ctx->reason, rc, now,
 			    window);
-		if (ctx->nr_pend == MS_PEND) {
-			ms_ring_push(&ms_ring, ctx->pend, ctx->nr_pend);
-			ctx->nr_pend = 0;
+		if (b->nr_pend == b->cap_pend) {
+			ms_ring_push(&ms_ring, b->pend, b->nr_pend);
+			b->nr_pend = 0;
 		}
 	}
-	trace_mm_migrate_folio(ctx->cur_src_pfn, ctx->cur_dst_pfn,
-			       ctx->cur_order, pass, rc, window);
+	trace_mm_migrate_folio(b->cur_src_pfn, b->cur_dst_pfn, b->cur_order,
+			       pass, rc, window);
+}
+
+/*
+ * ROCM is done with the @nr folios from the @idx-th: count the copy and
+ * switch of those it moved (bit i of @moved), which stay in their slots
+ * for their records; drop the others', which the classic path will copy
+ * and remap again.  ROCM moves order-0 folios only.
+ */
+void __migrate_stage_rocm_done(struct migrate_stage_ctx *ctx,
+			       unsigned int idx, unsigned int nr, u64 moved)
+{
+	struct migrate_stage_batch *b = ctx->b;
+	unsigned int i;
+
+	b->rocm_phase = false;
+	for (i = 0; i < nr; i++) {
+		struct migrate_stage_slot *slot = migrate_stage_slot(b, idx + i);
+
+		if (!slot)
+			continue;
+		if (!(moved & BIT_ULL(i))) {
+			slot->copy_ns = 0;
+			slot->remap_ns = 0;
+			continue;
+		}
+		ms_count(ctx, MIGRATE_STAGE_COPY, slot->copy_ns);
+		ms_count_bytes(ctx, PAGE_SIZE);
+		ms_count(ctx, MIGRATE_STAGE_REMAP, slot->remap_ns);
+	}
 }
 
 void __migrate_stage_fault_wait(unsigned long pfn, u64 t0)
@@ -598,17 +745,17 @@ void migrate_stages_trace_unreg(void)
 	static_branch_dec(&migrate_stages_key);
 }
 
+/*
+ * Called with ms_lock held.  Each CPU clears its own block when it next
+ * counts (ms_get_cpu()), and ms_fold() skips those it has not yet: a CPU
+ * in the middle of an update never stores an old sum into a cleared one.
+ */
 static void ms_reset(void)
 {
-	int cpu;
-
 	spin_lock(&ms_ring.lock);
 	ms_ring.head = 0;
 	spin_unlock(&ms_ring.lock);
-	if (!ms_stats)
-		return;
-	for_each_possible_cpu(cpu)
-		memset(per_cpu_ptr(ms_stats, cpu), 0, sizeof(struct migrate_stage_cpu));
+	WRITE_ONCE(ms_gen, ms_gen + 1);
 }
 
 /* Called with ms_lock held. */
@@ -634,7 +781,8 @@ static int ms_set(bool on)
 			st = alloc_percpu(struct migrate_stage_cpu);
 			if (!st)
 				return -ENOMEM;
-			WRITE_ONCE(ms_stats, st);
+			/* pairs with ms_get_cpu(): zeroed before seen */
+			smp_store_release(&ms_stats, st);
 		}
 		WRITE_ONCE(ms_debugfs_on, true);
 		static_branch_inc(&migrate_stages_key);
@@ -670,15 +818,13 @@ static int ms_show(struct seq_file *m, void *v)
 {
 	struct migrate_stage_sum *sum;
 	u64 copy_ns = 0;
-	int cpu, st, r;
+	int st, r;
 
 	sum = kzalloc(sizeof(*sum), GFP_KERNEL);
 	if (!sum)
 		return -ENOMEM;
 	mutex_lock(&ms_lock);
-	if (ms_stats)
-		for_each_possible_cpu(cpu)
-			ms_merge(sum, per_cpu_ptr(ms_stats, cpu));
+	ms_fold(sum, ms_stats, ms_gen);
 	seq_printf(m, "enabled %d\nsample_every %u\n", ms_debugfs_on,
 		   ms_sample_every);
 	mutex_unlock(&ms_lock);
@@ -720,6 +866,7 @@ static int ms_show(struct seq_file *m, void *v)
 	}
 	seq_printf(m, "batches %llu\nfolios %llu\nbytes_copied %llu\n",
 		   sum->batches, sum->folios, sum->bytes_copied);
+	seq_printf(m, "untimed_batches %llu\n", sum->untimed);
 	/* bytes per ns is GB/s; report MB/s */
 	seq_printf(m, "copy_mbps %llu\n",
 		   copy_ns ? div64_u64(sum->bytes_copied * 1000, copy_ns) : 0);

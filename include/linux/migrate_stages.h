@@ -16,10 +16,10 @@
 #include <linux/jump_label.h>
 #include <linux/migrate_mode.h>
 #include <linux/sched.h>
+#include <linux/string.h>
 #include <linux/types.h>
 
 struct folio;
-struct migrate_stage_rec;
 
 enum migrate_stage {
 	MIGRATE_STAGE_ALLOC,		/* allocating the destination folio */
@@ -37,34 +37,38 @@ enum migrate_stage {
 };
 
 #ifdef CONFIG_MIGRATE_STAGES
-/* What a batch remembers of a folio between its unmap and its move. */
+struct migrate_stage_rec;
+
+/* What a batch remembers of one sampled folio, from its unmap on. */
 struct migrate_stage_slot {
-	u64 t_unmap;			/* its UNMAP began, ns */
-	u64 alloc_ns;			/* its ALLOC took */
-	u64 unmap_ns;			/* its UNMAP took */
+	u64 t_unmap;			/* its UNMAP began, ns; 0: no WINDOW */
+	u32 alloc_ns;			/* its ALLOC took (saturating) */
+	u32 unmap_ns;			/* its UNMAP */
+	u32 copy_ns;			/* its COPY */
+	u32 mapping_ns;			/* its MAPPING */
+	u32 remap_ns;			/* its REMAP */
 };
 
 /*
- * What one migrate_pages_batch() call measured.  It lives on that
- * function's stack and is reachable from the task while the batch runs,
- * so stages timed deep in the call chain (the copy, done through
- * a_ops->migrate_folio) land in the right batch.
+ * What one timed migrate_pages_batch() call measured: allocated by the
+ * batch when something consumes it (the debugfs switch, mm_migrate_batch
+ * or mm_migrate_folio), with one slot per folio it samples.
  */
-struct migrate_stage_ctx {
-	struct migrate_stage_ctx *prev;	/* the task's outer batch, if nested */
-	u64 start;			/* batch start, ns; 0 = not measuring */
-	int reason;			/* enum migrate_reason */
+struct migrate_stage_batch {
+	u64 start;			/* batch start, ns */
 	int mode;			/* enum migrate_mode */
-	unsigned int every;		/* time the stages of 1 folio in @every */
-	unsigned int seq;		/* sampling sequence at batch start */
-	bool folio_on;			/* the current folio is one of those */
+	unsigned int every;		/* this batch samples 1 folio in @every */
+	unsigned int seq;		/* sampling phase, < @every */
+	unsigned int nr_slots;		/* entries in @slots */
 	bool trace_folio;		/* the per-folio tracepoint is on */
 	bool cur_rocm;			/* the folio moved without unmapping */
+	bool rocm_phase;		/* ROCM copies and switches: hold them */
+	struct migrate_stage_slot *cur;	/* the sampled folio at work, or NULL */
 	u64 ns[NR_MIGRATE_STAGES];	/* summed duration per stage */
 	u32 count[NR_MIGRATE_STAGES];	/* timed events per stage */
 	u64 window_max;			/* longest WINDOW of a folio, ns */
 	u64 bytes_copied;		/* bytes copied by COPY */
-	u32 nr_folios;			/* folios unmapped by this batch */
+	u32 nr_folios;			/* folios unmapped (index of the next) */
 	u32 nr_pages;			/* base pages in those folios */
 	u32 nr_passes;			/* unmap passes it took (retries + 1) */
 	u32 nr_ptes;			/* mappings the rmap walk replaced */
@@ -72,19 +76,26 @@ struct migrate_stage_ctx {
 	u32 flush_cpus;			/* CPUs those flushes targeted (x86) */
 	u32 nr_retried;			/* folios moved on a retry pass */
 	u64 last_unmap;			/* start of the last folio's UNMAP, ns */
-	u64 cur_alloc;			/* ALLOC of the folio being unmapped */
-	u64 cur_unmap;			/* UNMAP of the folio being unmapped */
-	u64 cur_copy;			/* COPY of the folio being moved */
-	u64 cur_mapping;		/* MAPPING of the folio being moved */
-	u64 cur_remap;			/* REMAP of the folio being moved */
 	unsigned long cur_src_pfn;	/* folio being moved: source pfn */
 	unsigned long cur_dst_pfn;	/* and destination pfn */
 	int cur_order;			/* and order */
-	unsigned int nr_unmapped;	/* folios unmapped so far (slot index) */
-	unsigned int cap_unmapped;	/* entries allocated in slots */
-	struct migrate_stage_slot *slots; /* per folio, in unmap order */
+	unsigned int nr_pend;		/* records used in @pend */
+	unsigned int cap_pend;		/* records @pend holds; 0: none */
 	struct migrate_stage_rec *pend;	/* records not yet in the ring */
-	unsigned int nr_pend;		/* entries used in pend */
+	struct migrate_stage_slot slots[];
+};
+
+/*
+ * On the stack of each migrate_pages_batch() call (and of the hugetlb
+ * pass of migrate_pages()), pushed on the task while it runs, whether
+ * timing is on or not, so that a hook always finds the innermost one and
+ * times nothing when that one started untimed.
+ */
+struct migrate_stage_ctx {
+	struct migrate_stage_ctx *prev;	/* the task's outer context */
+	struct migrate_stage_batch *b;	/* the batch's record, or NULL */
+	int reason;			/* enum migrate_reason */
+	bool on;			/* time what runs under this context */
 };
 
 DECLARE_STATIC_KEY_FALSE(migrate_stages_key);
@@ -101,9 +112,25 @@ static inline bool migrate_stages_on(void)
 u64 __migrate_stage_now(void);
 
 /*
- * Timestamp for a stage about to begin; 0 when timing is off or when the
- * folio being migrated is not one of the sampled ones.  The checks are
- * inline so that an unsampled folio costs no call.
+ * The slot of the @idx-th folio the batch unmaps, NULL when that folio
+ * is not one of the sampled ones: those at phase @seq of every @every.
+ */
+static inline struct migrate_stage_slot *
+migrate_stage_slot(struct migrate_stage_batch *b, unsigned int idx)
+{
+	unsigned int pos = b->seq + idx, k = pos / b->every;
+
+	if (pos != k * b->every)
+		return NULL;
+	k -= b->seq != 0;
+	return k < b->nr_slots ? &b->slots[k] : NULL;
+}
+
+/*
+ * Timestamp for a stage about to begin; 0 when timing is off, when the
+ * innermost migration context started untimed, or when the folio being
+ * migrated is not one of the sampled ones.  Inline, so that an unsampled
+ * folio costs no call.
  */
 static inline u64 migrate_stage_begin(void)
 {
@@ -112,16 +139,15 @@ static inline u64 migrate_stage_begin(void)
 	if (!migrate_stages_on())
 		return 0;
 	ctx = current->migrate_stage_ctx;
-	if (ctx && !ctx->folio_on)
+	if (!ctx || !ctx->on || (ctx->b && !ctx->b->cur))
 		return 0;
 	return __migrate_stage_now();
 }
 
-/* Is the @idx-th folio of the batch one whose stages are timed? */
-static inline bool migrate_stage_sampled(const struct migrate_stage_ctx *ctx,
-					 unsigned int idx)
+/* A thread is about to wait on a migration entry: 0 when off. */
+static inline u64 migrate_stage_fault_begin(void)
 {
-	return !((ctx->seq + idx) % ctx->every);
+	return migrate_stages_on() ? __migrate_stage_now() : 0;
 }
 
 void __migrate_stage_end(enum migrate_stage stage, u64 t0);
@@ -131,14 +157,17 @@ void __migrate_stage_run_done(struct migrate_stage_ctx *ctx,
 			      enum migrate_stage stage, unsigned int idx,
 			      unsigned int nr, u64 t0);
 u64 __migrate_stage_flush_begin(void);
-void __migrate_stage_batch_begin(struct migrate_stage_ctx *ctx, int mode,
-				 int reason);
+void __migrate_stage_batch_begin(struct migrate_stage_ctx *ctx,
+				 struct list_head *from, int mode);
 void __migrate_stage_batch_end(struct migrate_stage_ctx *ctx);
-void __migrate_stage_folio_unmapped(struct migrate_stage_ctx *ctx);
-void __migrate_stage_folio_move_begin(struct migrate_stage_ctx *ctx,
+void __migrate_stage_scope_begin(struct migrate_stage_ctx *ctx);
+void __migrate_stage_folio_unmapped(struct migrate_stage_batch *b);
+void __migrate_stage_folio_move_begin(struct migrate_stage_batch *b,
 				      struct folio *src, struct folio *dst);
 void __migrate_stage_folio_moved(struct migrate_stage_ctx *ctx,
 				 unsigned int idx, int pass, int rc);
+void __migrate_stage_rocm_done(struct migrate_stage_ctx *ctx,
+			       unsigned int idx, unsigned int nr, u64 moved);
 void __migrate_stage_fault_wait(unsigned long pfn, u64 t0);
 
 static inline void migrate_stage_end(enum migrate_stage stage, u64 t0)
@@ -167,18 +196,48 @@ static inline u64 migrate_stage_flush_begin(void)
 	return migrate_stages_on() ? __migrate_stage_flush_begin() : 0;
 }
 
+static inline void migrate_stage_push(struct migrate_stage_ctx *ctx,
+				      int reason)
+{
+	ctx->b = NULL;
+	ctx->on = false;
+	ctx->reason = reason;
+	ctx->prev = current->migrate_stage_ctx;
+	current->migrate_stage_ctx = ctx;
+}
+
+/* A migrate_pages_batch() call of the folios on @from begins. */
 static inline void migrate_stage_batch_begin(struct migrate_stage_ctx *ctx,
+					     struct list_head *from,
 					     int mode, int reason)
 {
-	ctx->start = 0;
+	migrate_stage_push(ctx, reason);
 	if (migrate_stages_on())
-		__migrate_stage_batch_begin(ctx, mode, reason);
+		__migrate_stage_batch_begin(ctx, from, mode);
 }
 
 static inline void migrate_stage_batch_end(struct migrate_stage_ctx *ctx)
 {
-	if (ctx->start)
+	if (ctx->b)
 		__migrate_stage_batch_end(ctx);
+	current->migrate_stage_ctx = ctx->prev;
+}
+
+/*
+ * Migration outside any batch (hugetlb folios): its stages are counted
+ * under @reason in the debugfs summary, no folio sampled, no record.
+ */
+static inline void migrate_stage_scope_begin(struct migrate_stage_ctx *ctx,
+					     int reason)
+{
+	migrate_stage_push(ctx, reason);
+	if (migrate_stages_on())
+		__migrate_stage_scope_begin(ctx);
+}
+
+static inline void migrate_stage_scope_end(struct migrate_stage_ctx *ctx)
+{
+	current->migrate_stage_ctx = ctx->prev;
 }
 
 /*
@@ -188,27 +247,30 @@ static inline void migrate_stage_batch_end(struct migrate_stage_ctx *ctx)
 static inline void migrate_stage_folio_unmapped(struct migrate_stage_ctx *ctx,
 						int nr_pages, int pass)
 {
-	if (!ctx->start)
+	struct migrate_stage_batch *b = ctx->b;
+
+	if (!b)
 		return;
-	ctx->nr_pages += nr_pages;
-	if (pass >= ctx->nr_passes)
-		ctx->nr_passes = pass + 1;
-	if (unlikely(ctx->folio_on))
-		__migrate_stage_folio_unmapped(ctx);
-	ctx->nr_unmapped++;
-	ctx->nr_folios++;
+	b->nr_pages += nr_pages;
+	if (pass >= b->nr_passes)
+		b->nr_passes = pass + 1;
+	if (unlikely(b->cur))
+		__migrate_stage_folio_unmapped(b);
+	b->nr_folios++;
 }
 
 /* The batch is about to try unmapping its next folio. */
 static inline void migrate_stage_folio_unmap_begin(struct migrate_stage_ctx *ctx)
 {
-	if (!ctx->start)
+	struct migrate_stage_batch *b = ctx->b;
+
+	if (!b)
 		return;
-	ctx->folio_on = migrate_stage_sampled(ctx, ctx->nr_unmapped);
-	ctx->cur_rocm = false;
-	ctx->last_unmap = 0;
-	ctx->cur_alloc = 0;
-	ctx->cur_unmap = 0;
+	b->cur = migrate_stage_slot(b, b->nr_folios);
+	if (unlikely(b->cur))
+		memset(b->cur, 0, sizeof(*b->cur));
+	b->cur_rocm = false;
+	b->last_unmap = 0;
 }
 
 /* Moving @src, the @idx-th unmapped folio, to @dst begins on @pass. */
@@ -217,19 +279,41 @@ static inline void migrate_stage_folio_move_begin(struct migrate_stage_ctx *ctx,
 						  struct folio *dst,
 						  unsigned int idx, int pass)
 {
-	if (!ctx->start)
+	struct migrate_stage_batch *b = ctx->b;
+
+	if (!b)
 		return;
-	ctx->folio_on = !pass && migrate_stage_sampled(ctx, idx);
-	if (unlikely(ctx->folio_on || ctx->trace_folio))
-		__migrate_stage_folio_move_begin(ctx, src, dst);
+	b->cur = pass ? NULL : migrate_stage_slot(b, idx);
+	if (unlikely(b->cur || b->trace_folio))
+		__migrate_stage_folio_move_begin(b, src, dst);
 }
 
 /* ROCM copies and switches the @idx-th unmapped folio before the move. */
 static inline void migrate_stage_folio_select(struct migrate_stage_ctx *ctx,
 					      unsigned int idx)
 {
-	if (ctx->start)
-		ctx->folio_on = migrate_stage_sampled(ctx, idx);
+	if (ctx->b)
+		ctx->b->cur = migrate_stage_slot(ctx->b, idx);
+}
+
+/*
+ * ROCM's copies and switches are held in the folios' slots until it is
+ * known which folios it moved: migrate_stage_rocm_done() counts those,
+ * and drops the others' (the classic path copies and remaps them again).
+ */
+static inline void migrate_stage_rocm_begin(struct migrate_stage_ctx *ctx)
+{
+	if (ctx->b)
+		ctx->b->rocm_phase = true;
+}
+
+/* ROCM moved the folios of the run of @nr from @idx set in @moved. */
+static inline void migrate_stage_rocm_done(struct migrate_stage_ctx *ctx,
+					   unsigned int idx, unsigned int nr,
+					   u64 moved)
+{
+	if (ctx->b)
+		__migrate_stage_rocm_done(ctx, idx, nr, moved);
 }
 
 /* A range unmap or remap of several folios begins: 0 when off. */
@@ -244,7 +328,7 @@ static inline void migrate_stage_run_done(struct migrate_stage_ctx *ctx,
 					  unsigned int idx, unsigned int nr,
 					  u64 t0)
 {
-	if (t0)
+	if (t0 && ctx->b)
 		__migrate_stage_run_done(ctx, stage, idx, nr, t0);
 }
 
@@ -252,12 +336,14 @@ static inline void migrate_stage_run_done(struct migrate_stage_ctx *ctx,
 static inline void migrate_stage_folio_moved(struct migrate_stage_ctx *ctx,
 					     unsigned int idx, int pass, int rc)
 {
-	if (!ctx->start)
+	struct migrate_stage_batch *b = ctx->b;
+
+	if (!b)
 		return;
-	if (unlikely(ctx->folio_on || ctx->trace_folio))
+	if (unlikely(b->cur || b->trace_folio))
 		__migrate_stage_folio_moved(ctx, idx, pass, rc);
 	else if (pass)
-		ctx->nr_retried++;
+		b->nr_retried++;
 }
 
 /* The folio being unmapped was moved in place (ROCM): no unmapped window. */
@@ -268,11 +354,14 @@ static inline void migrate_stage_rocm(void)
 	if (!migrate_stages_on())
 		return;
 	ctx = current->migrate_stage_ctx;
-	if (ctx)
-		ctx->cur_rocm = true;
+	if (ctx && ctx->b)
+		ctx->b->cur_rocm = true;
 }
 
-/* A thread slept on a migration entry of @pfn since @t0. */
+/*
+ * A thread waited on a migration entry of @pfn since @t0: 0 when it was
+ * not timed or never slept.
+ */
 static inline void migrate_stage_fault_wait(unsigned long pfn, u64 t0)
 {
 	if (t0)
@@ -284,13 +373,18 @@ static inline void migrate_stage_fault_wait(unsigned long pfn, u64 t0)
 struct migrate_stage_ctx { };
 
 static inline u64 migrate_stage_begin(void) { return 0; }
+static inline u64 migrate_stage_fault_begin(void) { return 0; }
 static inline void migrate_stage_end(enum migrate_stage stage, u64 t0) { }
 static inline void migrate_stage_copied(u64 t0, size_t bytes) { }
 static inline void migrate_stage_unmapped(u64 t0, int nr_ptes) { }
 static inline u64 migrate_stage_flush_begin(void) { return 0; }
 static inline void migrate_stage_batch_begin(struct migrate_stage_ctx *ctx,
+					     struct list_head *from,
 					     int mode, int reason) { }
 static inline void migrate_stage_batch_end(struct migrate_stage_ctx *ctx) { }
+static inline void migrate_stage_scope_begin(struct migrate_stage_ctx *ctx,
+					     int reason) { }
+static inline void migrate_stage_scope_end(struct migrate_stage_ctx *ctx) { }
 static inline void migrate_stage_folio_unmapped(struct migrate_stage_ctx *ctx,
 						int nr_pages, int pass) { }
 static inline void migrate_stage_folio_unmap_begin(struct migrate_stage_ctx *ctx) { }
@@ -302,6 +396,10 @@ static inline void migrate_stage_folio_moved(struct migrate_stage_ctx *ctx,
 					     unsigned int idx, int pass, int rc) { }
 static inline void migrate_stage_folio_select(struct migrate_stage_ctx *ctx,
 					      unsigned int idx) { }
+static inline void migrate_stage_rocm_begin(struct migrate_stage_ctx *ctx) { }
+static inline void migrate_stage_rocm_done(struct migrate_stage_ctx *ctx,
+					   unsigned int idx, unsigned int nr,
+					   u64 moved) { }
 static inline u64 migrate_stage_run_begin(void) { return 0; }
 static inline void migrate_stage_run_done(struct migrate_stage_ctx *ctx,
 					  enum migrate_stage stage,
