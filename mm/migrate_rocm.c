@@ -230,7 +230,7 @@ static bool rocm_plain_aops(struct address_space *mapping)
 		return false;
 	if (mf == migrate_folio || mf == filemap_migrate_folio)
 		return true;
-#ifdef CONFIG_BLOCK
+#ifdef CONFIG_BUFFER_HEAD
 	/* without buffer heads (checked as PG_private) these just copy */
 	if (mf == buffer_migrate_folio || mf == buffer_migrate_folio_norefs)
 		return true;
@@ -508,24 +508,25 @@ bool __migrate_rocm_check(struct folio *src)
 	struct rocm_walk w = { .from = src, .check = true };
 	struct rocm_folio_facts f;
 	enum rocm_reason why;
+	u64 t = 0;
 
 	rocm_folio_facts(src, &f);
 	why = rocm_check_folio(&f);
 	if (!why) {
-		/* timed as UNMAP: the walk ROCM does instead of unmapping */
-		u64 t = migrate_stage_begin();
-
+		t = migrate_stage_begin();
 		rocm_walk(&w, rocm_check_one);
-		migrate_stage_unmapped(t, w.nr);
 		why = w.why;
 		/* a mapping the walk skipped (exec's temporary stack) */
 		if (!why && w.nr != folio_mapcount(src))
 			why = ROCM_CHANGED;
 	}
 	if (why) {
+		/* the classic unmap that follows is the folio's UNMAP */
 		rocm_fallback(src, why);
 		return false;
 	}
+	/* timed as UNMAP: the walk ROCM does instead; it replaced no PTE */
+	migrate_stage_unmapped(t, 0);
 	migrate_stage_rocm();
 	return true;
 }
@@ -890,7 +891,7 @@ u64 migrate_rocm_move_run(struct folio *src, struct folio *dst,
 	}
 	rocm_debug_delay(ROCM_DELAY_COPY);
 
-	t = migrate_stage_run_begin();
+	t = migrate_stage_run_begin(ctx);
 	rocm_run_switch(&r, last);
 	/* the walk's time, in equal shares, as the range remap does */
 	migrate_stage_run_done(ctx, MIGRATE_STAGE_REMAP, idx, nr, t);

@@ -56,7 +56,6 @@ struct migrate_stage_cpu {
 	u64 folios;		/* folios unmapped by those batches */
 	u64 flushes;		/* batched TLB flushes that had work */
 	u64 flush_cpus;		/* CPUs those flushes targeted (x86) */
-	u64 untimed;		/* batches that could not get their record */
 };
 
 /* All CPUs folded together, built for each read of the debugfs file. */
@@ -70,7 +69,6 @@ struct migrate_stage_sum {
 	u64 folios;
 	u64 flushes;
 	u64 flush_cpus;
-	u64 untimed;
 };
 
 /* One folio moved by a batch: a row of the migrate_stages_log CSV. */
@@ -132,6 +130,8 @@ static DEFINE_MUTEX(ms_lock);
 static bool ms_debugfs_on;
 /* Bumped by each reset: see struct migrate_stage_cpu. */
 static unsigned long ms_gen;
+/* Batches that ran untimed for want of their record, since the reset. */
+static atomic_long_t ms_untimed;
 /* Per-folio stages are timed for 1 folio in this many (1 = all). */
 static unsigned int ms_sample_every = MS_SAMPLE_DEFAULT;
 /* Folios seen per CPU, so that one-folio batches are sampled too. */
@@ -259,7 +259,6 @@ static void ms_merge(struct migrate_stage_sum *sum,
 	sum->folios += s->folios;
 	sum->flushes += s->flushes;
 	sum->flush_cpus += s->flush_cpus;
-	sum->untimed += s->untimed;
 }
 
 /*
@@ -298,6 +297,7 @@ static struct migrate_stage_cpu *ms_get_cpu(void)
 	preempt_disable();
 	s = this_cpu_ptr(st);
 	gen = READ_ONCE(ms_gen);
+	BUILD_BUG_ON(offsetof(struct migrate_stage_cpu, gen));
 	if (unlikely(s->gen != gen)) {
 		/* a reset since this CPU last counted: start afresh */
 		memset((char *)s + sizeof(s->gen), 0, sizeof(*s) - sizeof(s->gen));
@@ -430,6 +430,15 @@ void __migrate_stage_unmapped(u64 t0, int nr_ptes)
 	}
 }
 
+void __migrate_stage_late_unmapped(u64 t0)
+{
+	struct migrate_stage_batch *b = current->migrate_stage_ctx->b;
+
+	ms_stage_done(MIGRATE_STAGE_UNMAP, ms_since(t0));
+	if (b && b->cur)
+		b->cur->t_unmap = t0;
+}
+
 /*
  * A range unmap or remap (@stage) took the @nr folios from the @idx-th
  * of the batch from @t0 to now in one pass: each sampled one gets an
@@ -441,11 +450,12 @@ void __migrate_stage_run_done(struct migrate_stage_ctx *ctx,
 			      unsigned int nr, u64 t0)
 {
 	struct migrate_stage_batch *b = ctx->b;
-	u64 now = ms_now(), share = div_u64(now > t0 ? now - t0 : 0, nr);
 	unsigned int i;
+	u64 share;
 
 	if (WARN_ON_ONCE(ctx != current->migrate_stage_ctx))
 		return;
+	share = div_u64(ms_since(t0), nr);
 	for (i = 0; i < nr; i++) {
 		migrate_stage_folio_select(ctx, idx + i);
 		if (!b->cur)
@@ -553,11 +563,7 @@ void __migrate_stage_batch_begin(struct migrate_stage_ctx *ctx,
 	 */
 	b = kzalloc(size, GFP_NOWAIT | __GFP_NOWARN | __GFP_NOMEMALLOC);
 	if (!b) {
-		struct migrate_stage_cpu *s = ms_get_cpu();
-
-		if (s)
-			s->untimed++;
-		ms_put_cpu(s);
+		atomic_long_inc(&ms_untimed);
 		return;
 	}
 	b->every = shape.every;
@@ -580,9 +586,10 @@ void __migrate_stage_batch_end(struct migrate_stage_ctx *ctx)
 
 	this_cpu_add(ms_sample_seq, max(b->nr_folios, 1U));
 	ms_batch_add(b, MIGRATE_STAGE_BATCH, total);
-	ms_record(ctx->reason, MIGRATE_STAGE_BATCH, total);
 	s = ms_get_cpu();
 	if (s) {
+		/* in one section: one generation */
+		ms_account(s, ctx->reason, MIGRATE_STAGE_BATCH, total);
 		s->batches++;
 		s->folios += b->nr_folios;
 	}
@@ -720,9 +727,13 @@ void __migrate_stage_rocm_done(struct migrate_stage_ctx *ctx,
 			slot->remap_ns = 0;
 			continue;
 		}
-		ms_count(ctx, MIGRATE_STAGE_COPY, slot->copy_ns);
-		ms_count_bytes(ctx, PAGE_SIZE);
-		ms_count(ctx, MIGRATE_STAGE_REMAP, slot->remap_ns);
+		/* untimed (timing went off meanwhile): nothing to count */
+		if (slot->copy_ns) {
+			ms_count(ctx, MIGRATE_STAGE_COPY, slot->copy_ns);
+			ms_count_bytes(ctx, PAGE_SIZE);
+		}
+		if (slot->remap_ns)
+			ms_count(ctx, MIGRATE_STAGE_REMAP, slot->remap_ns);
 	}
 }
 
@@ -756,6 +767,7 @@ static void ms_reset(void)
 	ms_ring.head = 0;
 	spin_unlock(&ms_ring.lock);
 	WRITE_ONCE(ms_gen, ms_gen + 1);
+	atomic_long_set(&ms_untimed, 0);
 }
 
 /* Called with ms_lock held. */
@@ -798,7 +810,8 @@ static int ms_set_sample(const char *arg)
 {
 	unsigned int n;
 
-	if (kstrtouint(strim((char *)arg), 10, &n) || !n || n > MS_SAMPLE_MAX)
+	/* kstrtouint() takes a trailing newline */
+	if (kstrtouint(skip_spaces(arg), 10, &n) || !n || n > MS_SAMPLE_MAX)
 		return -EINVAL;
 	WRITE_ONCE(ms_sample_every, n);
 	return 0;
@@ -866,7 +879,7 @@ static int ms_show(struct seq_file *m, void *v)
 	}
 	seq_printf(m, "batches %llu\nfolios %llu\nbytes_copied %llu\n",
 		   sum->batches, sum->folios, sum->bytes_copied);
-	seq_printf(m, "untimed_batches %llu\n", sum->untimed);
+	seq_printf(m, "untimed_batches %ld\n", atomic_long_read(&ms_untimed));
 	/* bytes per ns is GB/s; report MB/s */
 	seq_printf(m, "copy_mbps %llu\n",
 		   copy_ns ? div64_u64(sum->bytes_copied * 1000, copy_ns) : 0);

@@ -8,13 +8,15 @@
  * (include/trace/events/migrate.h) and to per-CPU log2 histograms shown
  * in debugfs (mm/migrate_stages.c).  Everything here is behind one static
  * key, raised while the debugfs switch is on or one of the tracepoints is
- * in use, so the hooks cost a patched-out branch otherwise.
+ * in use, so the hooks cost a patched-out branch otherwise; only a batch
+ * still pushes its context on the task (three stores) and pops it.
  */
 #ifndef _LINUX_MIGRATE_STAGES_H
 #define _LINUX_MIGRATE_STAGES_H
 
 #include <linux/jump_label.h>
 #include <linux/migrate_mode.h>
+#include <linux/mmdebug.h>
 #include <linux/sched.h>
 #include <linux/string.h>
 #include <linux/types.h>
@@ -153,6 +155,7 @@ static inline u64 migrate_stage_fault_begin(void)
 void __migrate_stage_end(enum migrate_stage stage, u64 t0);
 void __migrate_stage_copied(u64 t0, size_t bytes);
 void __migrate_stage_unmapped(u64 t0, int nr_ptes);
+void __migrate_stage_late_unmapped(u64 t0);
 void __migrate_stage_run_done(struct migrate_stage_ctx *ctx,
 			      enum migrate_stage stage, unsigned int idx,
 			      unsigned int nr, u64 t0);
@@ -190,6 +193,17 @@ static inline void migrate_stage_unmapped(u64 t0, int nr_ptes)
 		__migrate_stage_unmapped(t0, nr_ptes);
 }
 
+/*
+ * A folio left mapped by the unmap phase (ROCM gave it up, or a range
+ * unmap did not take it) was unmapped by the move: UNMAP, and its WINDOW
+ * starts at @t0.
+ */
+static inline void migrate_stage_late_unmapped(u64 t0)
+{
+	if (t0)
+		__migrate_stage_late_unmapped(t0);
+}
+
 /* FLUSH begins: 0 when off or when the batch has nothing to flush. */
 static inline u64 migrate_stage_flush_begin(void)
 {
@@ -216,11 +230,17 @@ static inline void migrate_stage_batch_begin(struct migrate_stage_ctx *ctx,
 		__migrate_stage_batch_begin(ctx, from, mode);
 }
 
+static inline void migrate_stage_pop(struct migrate_stage_ctx *ctx)
+{
+	VM_WARN_ON_ONCE(current->migrate_stage_ctx != ctx);
+	current->migrate_stage_ctx = ctx->prev;
+}
+
 static inline void migrate_stage_batch_end(struct migrate_stage_ctx *ctx)
 {
 	if (ctx->b)
 		__migrate_stage_batch_end(ctx);
-	current->migrate_stage_ctx = ctx->prev;
+	migrate_stage_pop(ctx);
 }
 
 /*
@@ -237,7 +257,7 @@ static inline void migrate_stage_scope_begin(struct migrate_stage_ctx *ctx,
 
 static inline void migrate_stage_scope_end(struct migrate_stage_ctx *ctx)
 {
-	current->migrate_stage_ctx = ctx->prev;
+	migrate_stage_pop(ctx);
 }
 
 /*
@@ -316,10 +336,10 @@ static inline void migrate_stage_rocm_done(struct migrate_stage_ctx *ctx,
 		__migrate_stage_rocm_done(ctx, idx, nr, moved);
 }
 
-/* A range unmap or remap of several folios begins: 0 when off. */
-static inline u64 migrate_stage_run_begin(void)
+/* A range unmap or remap of several folios begins: 0 when untimed. */
+static inline u64 migrate_stage_run_begin(struct migrate_stage_ctx *ctx)
 {
-	return migrate_stages_on() ? __migrate_stage_now() : 0;
+	return migrate_stages_on() && ctx->b ? __migrate_stage_now() : 0;
 }
 
 /* ... and has done @stage for the @nr folios from the @idx-th since @t0. */
@@ -377,6 +397,7 @@ static inline u64 migrate_stage_fault_begin(void) { return 0; }
 static inline void migrate_stage_end(enum migrate_stage stage, u64 t0) { }
 static inline void migrate_stage_copied(u64 t0, size_t bytes) { }
 static inline void migrate_stage_unmapped(u64 t0, int nr_ptes) { }
+static inline void migrate_stage_late_unmapped(u64 t0) { }
 static inline u64 migrate_stage_flush_begin(void) { return 0; }
 static inline void migrate_stage_batch_begin(struct migrate_stage_ctx *ctx,
 					     struct list_head *from,
@@ -400,7 +421,11 @@ static inline void migrate_stage_rocm_begin(struct migrate_stage_ctx *ctx) { }
 static inline void migrate_stage_rocm_done(struct migrate_stage_ctx *ctx,
 					   unsigned int idx, unsigned int nr,
 					   u64 moved) { }
-static inline u64 migrate_stage_run_begin(void) { return 0; }
+static inline u64 migrate_stage_run_begin(struct migrate_stage_ctx *ctx)
+{
+	return 0;
+}
+
 static inline void migrate_stage_run_done(struct migrate_stage_ctx *ctx,
 					  enum migrate_stage stage,
 					  unsigned int idx, unsigned int nr,
