@@ -261,8 +261,8 @@ int node_private_zonelist_order(int local, bool nofallback, int *order)
 /*
  * Memory hotplug.  A private node's memory changes N_MEMORY_PRIVATE and
  * nothing else: the notifier sees no N_MEMORY or N_NORMAL_MEMORY change,
- * so slab, cpuset and memory tiers never learn about the node, and kswapd
- * and kcompactd are left to the owner.
+ * so slab, cpuset and memory tiers never learn about the node; kswapd
+ * and kcompactd run only if the owner granted RECLAIM (online_pages()).
  */
 void node_private_check_changes(int nid, struct memory_notify *arg)
 {
@@ -408,6 +408,12 @@ struct page *mpol_private_alloc_noprof(gfp_t gfp, unsigned int order,
 		}
 		return __alloc_pages_noprof(gfp, order, nid, nodemask);
 	}
+	/*
+	 * Without RECLAIM nothing compacts the node or frees its blocks: a
+	 * THP or mTHP fault falls back to base pages rather than take them.
+	 */
+	if (order && !node_allows_reclaim(pnid))
+		return NULL;
 	/*
 	 * policy_nodemask() drops a bind mask that misses mems_allowed, and
 	 * a private node never is in it: bind to the policy's nodes here, or

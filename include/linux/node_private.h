@@ -42,8 +42,10 @@ struct folio;
  * The bits this kernel implements.  Registering any other defined bit
  * fails with -EOPNOTSUPP rather than pretending the service is there.
  */
-#define NODE_PRIVATE_CAPS_SUPPORTED	(NODE_PRIVATE_CAP_USER_NUMA |	\
+#define NODE_PRIVATE_CAPS_SUPPORTED	(NODE_PRIVATE_CAP_RECLAIM |	\
+					 NODE_PRIVATE_CAP_USER_NUMA |	\
 					 NODE_PRIVATE_CAP_HOTUNPLUG |	\
+					 NODE_PRIVATE_CAP_NUMA_BALANCING | \
 					 NODE_PRIVATE_CAP_LTPIN)
 
 /**

@@ -155,6 +155,12 @@ static void npk_check_caps(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, node_private_check_caps(0,
 			NODE_PRIVATE_CAP_USER_NUMA | NODE_PRIVATE_CAP_HOTUNPLUG |
 			NODE_PRIVATE_CAP_LTPIN), 0);
+	KUNIT_EXPECT_EQ(test, node_private_check_caps(0,
+			NODE_PRIVATE_CAP_RECLAIM), 0);
+	KUNIT_EXPECT_EQ(test, node_private_check_caps(0,
+			NODE_PRIVATE_CAP_NUMA_BALANCING), 0);
+	KUNIT_EXPECT_EQ(test, node_private_check_caps(0,
+			NODE_PRIVATE_CAPS_SUPPORTED), 0);
 	KUNIT_EXPECT_EQ(test, node_private_check_caps(0, BIT(20)), -EINVAL);
 	KUNIT_EXPECT_EQ(test, node_private_check_caps(0,
 			NODE_PRIVATE_CAP_DEMOTION), -EINVAL);

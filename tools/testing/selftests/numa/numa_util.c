@@ -11,13 +11,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/loop.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/swap.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 
@@ -975,4 +979,133 @@ int nu_dax_kmem(const char *op, const char *dev)
 {
 	return nu_write_str(op[0] == 'b' ? NU_KMEM "bind" : NU_KMEM "unbind",
 			    dev);
+}
+
+/* Write a swap header (version 1, no bad pages) over @pages pages of @fd. */
+static int nu_mkswap(int fd, unsigned long pages)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	char *hdr = calloc(1, page);
+	uint32_t *info;
+	int ret = 0;
+
+	if (!hdr)
+		return -ENOMEM;
+	info = (uint32_t *)(hdr + 1024);
+	info[0] = 1;			/* version */
+	info[1] = pages - 1;		/* last_page */
+	memcpy(hdr + page - 10, "SWAPSPACE2", 10);
+	if (pwrite(fd, hdr, page, 0) != page)
+		ret = -errno;
+	free(hdr);
+	return ret;
+}
+
+/* Attach @fd to a free loop device, named in @dev: its fd, or -errno. */
+static int nu_loop_attach(int fd, char *dev, size_t len)
+{
+	int ctl = open("/dev/loop-control", O_RDWR), n, lfd;
+
+	if (ctl < 0)
+		return -errno;
+	n = ioctl(ctl, LOOP_CTL_GET_FREE);
+	close(ctl);
+	if (n < 0)
+		return -errno;
+	snprintf(dev, len, "/dev/loop%d", n);
+	lfd = open(dev, O_RDWR);
+	if (lfd < 0)
+		return -errno;
+	if (ioctl(lfd, LOOP_SET_FD, fd)) {
+		n = -errno;
+		close(lfd);
+		return n;
+	}
+	return lfd;
+}
+
+int nu_swap_on(struct nu_swap *sw, const char *dir, int mb)
+{
+	unsigned long pages = ((unsigned long)mb << 20) / sysconf(_SC_PAGESIZE);
+	int fd, lfd, ret;
+
+	snprintf(sw->file, sizeof(sw->file), "%s/nu_swap.%d", dir, getpid());
+	sw->dev[0] = '\0';
+	fd = open(sw->file, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0)
+		return -errno;
+	ret = ftruncate(fd, (off_t)mb << 20) ? -errno : nu_mkswap(fd, pages);
+	lfd = ret ? ret : nu_loop_attach(fd, sw->dev, sizeof(sw->dev));
+	close(fd);
+	if (lfd < 0) {
+		unlink(sw->file);
+		return lfd;
+	}
+	close(lfd);
+	if (swapon(sw->dev, 0)) {
+		ret = -errno;
+		nu_swap_off(sw);
+		return ret;
+	}
+	return 0;
+}
+
+int nu_swap_off(struct nu_swap *sw)
+{
+	int ret = 0, lfd;
+
+	if (sw->dev[0]) {
+		if (swapoff(sw->dev) && errno != EINVAL)
+			ret = -errno;
+		lfd = open(sw->dev, O_RDWR);
+		if (lfd >= 0) {
+			if (ioctl(lfd, LOOP_CLR_FD) && !ret)
+				ret = -errno;
+			close(lfd);
+		}
+	}
+	if (unlink(sw->file) && !ret)
+		ret = -errno;
+	return ret;
+}
+
+long nu_pages_swapped(const char *p, size_t len)
+{
+	long page = sysconf(_SC_PAGESIZE), n = len / page, swapped = 0, i;
+	uint64_t *ent = calloc(n, sizeof(*ent));
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+	ssize_t want = n * sizeof(*ent);
+
+	if (!ent || fd < 0 ||
+	    pread(fd, ent, want, (uintptr_t)p / page * sizeof(*ent)) != want)
+		swapped = -1;
+	for (i = 0; swapped >= 0 && i < n; i++)
+		swapped += !!(ent[i] & (1ULL << 62));
+	if (fd >= 0)
+		close(fd);
+	free(ent);
+	return swapped;
+}
+
+bool nu_kthread_runs(const char *name, int nid)
+{
+	char want[32], path[300], comm[32];
+	struct dirent *de;
+	bool found = false;
+	DIR *d;
+
+	snprintf(want, sizeof(want), "%s%d", name, nid);
+	d = opendir("/proc");
+	if (!d)
+		return false;
+	while (!found && (de = readdir(d))) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/comm", de->d_name);
+		if (nu_read_str(path, comm, sizeof(comm)) < 0)
+			continue;
+		found = !strcmp(comm, want);
+	}
+	closedir(d);
+	return found;
 }

@@ -162,6 +162,20 @@ bool nu_dax_kmem_bound(const char *dev);
 /* @op "bind" or "unbind" @dev to or from kmem: 0 or -errno. */
 int nu_dax_kmem(const char *op, const char *dev);
 
+/* Swap space for reclaim tests: a loop device over a file. */
+struct nu_swap {
+	char file[64];		/* the backing file */
+	char dev[32];		/* its loop device, swapped on */
+};
+/* @mb MiB of swap in a file under @dir: 0, or -errno (nothing left). */
+int nu_swap_on(struct nu_swap *sw, const char *dir, int mb);
+/* Undo nu_swap_on(): swapoff, detach, unlink; first error or 0. */
+int nu_swap_off(struct nu_swap *sw);
+/* Pages of [@p, +@len) swapped out (pagemap bit 62); -1 on error. */
+long nu_pages_swapped(const char *p, size_t len);
+/* Is the per-node kernel thread @name@nid ("kswapd", 1) running? */
+bool nu_kthread_runs(const char *name, int nid);
+
 /* Put the @n entries of @v in a random order drawn from @seed. */
 void nu_shuffle(void **v, int n, unsigned int seed);
 

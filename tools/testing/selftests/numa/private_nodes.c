@@ -21,6 +21,11 @@
  *   migrate_pages_unprivileged  migrate_pages(2) onto the node needs no
  *                      CAP_SYS_NICE
  *   directed_oom_*     exhausting the node never spills into DRAM
+ *   reclaim_on/off     MADV_PAGEOUT swaps the node's folios out (and they
+ *                      fault back onto the node intact), kswapd runs and
+ *                      nodeN/compact works only with RECLAIM
+ *   numa_balancing_on/off  hint faults of a task on node 0 pull its pages
+ *                      off the node only with NUMA_BALANCING
  *   registration_rules, bad_input, state_files, zonelists
  */
 #define _GNU_SOURCE
@@ -44,8 +49,10 @@
 
 #define NPT		"/sys/kernel/debug/node_private_test/"
 #define NODE_SYS	"/sys/devices/system/node/"
+#define CAP_RECLAIM	0x1
 #define CAP_USER_NUMA	0x2
 #define CAP_HOTUNPLUG	0x4
+#define CAP_NUMA_BALANCING	0x10
 #define CAP_LTPIN	0x20
 #define PAGE		4096UL
 #define MB		(1024UL * 1024)
@@ -168,6 +175,10 @@ FIXTURE(pn) {
 	int nid;
 	int other;	/* second carved node claimed by a test, or -1 */
 	bool claimed;
+	struct nu_swap sw;	/* swap a test set up, if swapped */
+	bool swapped;
+	char was_nb[3][16];	/* NUMA balancing settings, if balancing */
+	bool balancing;
 };
 
 FIXTURE_SETUP(pn)
@@ -175,6 +186,8 @@ FIXTURE_SETUP(pn)
 	int nids[NU_MAX_NODES];
 
 	self->claimed = false;
+	self->swapped = false;
+	self->balancing = false;
 	self->other = -1;
 	if (access(NPT "claim", W_OK))
 		SKIP(return, "no node_private_test provider (CONFIG_NUMA_PRIVATE_NODES_TEST)");
@@ -183,8 +196,14 @@ FIXTURE_SETUP(pn)
 	self->nid = nids[0];
 }
 
+static void balancing_restore(char was[3][16]);
+
 FIXTURE_TEARDOWN(pn)
 {
+	if (self->balancing)
+		balancing_restore(self->was_nb);
+	if (self->swapped)
+		EXPECT_EQ(0, nu_swap_off(&self->sw));
 	if (self->other >= 0)
 		EXPECT_EQ(0, npt_write("release", "%d", self->other));
 	if (self->claimed)
@@ -752,13 +771,233 @@ TEST_F_TIMEOUT(pn, containment_detects_leak, 240)
 		TH_LOG("broken isolation went unnoticed");
 }
 
+#define RECLAIM_LEN	(4UL << 20)
+
+/* Swap for a reclaim test, torn down by the fixture. */
+#define SWAP_ON() do {							\
+	int __e = nu_swap_on(&self->sw, "/tmp", 64);			\
+	if (__e)							\
+		SKIP(return, "cannot set up swap on a loop device: %s",	\
+		     strerror(-__e));					\
+	self->swapped = true;						\
+} while (0)
+
+static int compact_node(int nid)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), NODE_SYS "node%d/compact", nid);
+	return nu_write_str(path, "1");
+}
+
+/*
+ * MADV_PAGEOUT [p, +len): its pages now swapped out, from pagemap (not
+ * pswpout: system-wide, and blind to zswap).
+ */
+static long pageout(char *p, size_t len)
+{
+	if (madvise(p, len, MADV_PAGEOUT))
+		return -errno;
+	return nu_pages_swapped(p, len);
+}
+
+/* AnonHugePages of this task's mapping at @p, in kB; -1 if not found. */
+static long anon_huge_kb(const char *p)
+{
+	char buf[1 << 16], *at, *ahp;
+	char start[32];
+
+	if (nu_read_all("/proc/self/smaps", buf, sizeof(buf)) < 0)
+		return -1;
+	snprintf(start, sizeof(start), "%lx-", (unsigned long)p);
+	at = strstr(buf, start);
+	ahp = at ? strstr(at, "AnonHugePages:") : NULL;
+	return ahp ? atol(ahp + strlen("AnonHugePages:")) : -1;
+}
+
+TEST_F(pn, reclaim_on)
+{
+	long pages = RECLAIM_LEN / PAGE;
+	char *p;
+
+	SWAP_ON();
+	CLAIM(CAP_RECLAIM | CAP_USER_NUMA | CAP_HOTUNPLUG, "movable");
+	EXPECT_TRUE(nu_kthread_runs("kswapd", self->nid));
+	EXPECT_TRUE(nu_kthread_runs("kcompactd", self->nid));
+	p = nu_anon_bound(RECLAIM_LEN, MPOL_BIND, self->nid, 0x7ec1);
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(pages, nu_pages_on(p, RECLAIM_LEN, self->nid));
+	EXPECT_LE(pages / 2, pageout(p, RECLAIM_LEN));
+	EXPECT_GT(pages, nu_pages_on(p, RECLAIM_LEN, self->nid))
+		TH_LOG("the pages stayed on node %d", self->nid);
+	/* they fault back in under the policy: onto the node, intact */
+	EXPECT_TRUE(nu_intact(p, RECLAIM_LEN, 0x7ec1));
+	EXPECT_EQ(pages, nu_pages_on(p, RECLAIM_LEN, self->nid));
+	EXPECT_EQ(0, compact_node(self->nid));
+	munmap(p, RECLAIM_LEN);
+}
+
+TEST_F(pn, reclaim_off)
+{
+	long pages = RECLAIM_LEN / PAGE;
+	char *p, *dram;
+
+	SWAP_ON();
+	CLAIM(CAP_USER_NUMA | CAP_HOTUNPLUG, "movable");
+	EXPECT_FALSE(nu_kthread_runs("kswapd", self->nid));
+	EXPECT_FALSE(nu_kthread_runs("kcompactd", self->nid));
+	p = nu_anon_bound(RECLAIM_LEN, MPOL_BIND, self->nid, 0x7ec1);
+	ASSERT_NE(NULL, p);
+	/* nothing would compact the node: its faults take no THP */
+	EXPECT_EQ(0, anon_huge_kb(p));
+	ASSERT_EQ(pages, nu_pages_on(p, RECLAIM_LEN, self->nid));
+	EXPECT_EQ(0, pageout(p, RECLAIM_LEN));
+	EXPECT_EQ(pages, nu_pages_on(p, RECLAIM_LEN, self->nid));
+	EXPECT_TRUE(nu_intact(p, RECLAIM_LEN, 0x7ec1));
+	EXPECT_EQ(-EINVAL, compact_node(self->nid));
+	/* control: the same on node 0 does swap, so the 0 above means it */
+	dram = nu_anon_bound(RECLAIM_LEN, MPOL_BIND, 0, 0x7ec2);
+	ASSERT_NE(NULL, dram);
+	EXPECT_LE(pages / 2, pageout(dram, RECLAIM_LEN));
+	EXPECT_TRUE(nu_intact(dram, RECLAIM_LEN, 0x7ec2));
+	munmap(dram, RECLAIM_LEN);
+	munmap(p, RECLAIM_LEN);
+}
+
+#define BALANCING	"/proc/sys/kernel/numa_balancing"
+#define SCAN_DELAY	"/sys/kernel/debug/sched/numa_balancing/scan_delay_ms"
+#define SCAN_MIN	"/sys/kernel/debug/sched/numa_balancing/scan_period_min_ms"
+#define NB_LEN		(1UL << 20)
+
+/*
+ * In a new process (its mm is scanned at once), pinned to @cpu, with the
+ * default policy: put NB_LEN of anon on @nid with move_pages(2) (how many
+ * pages landed there in *@placed), then keep reading it for up to @secs
+ * seconds or until NUMA balancing moved every page off @nid.  Returns
+ * the pages left on @nid (-1 on error), and through @intact whether the
+ * data survived.
+ */
+static long balance_off(int nid, int cpu, int secs, long *placed,
+			bool *intact)
+{
+	long left = -1, res[3] = { -1, 0, 0 };
+	int pipefd[2];
+	pid_t pid;
+
+	if (pipe(pipefd))
+		return -1;
+	pid = fork();
+	if (!pid) {
+		char *p = mmap(NULL, NB_LEN, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		double end = nu_now() + secs;
+
+		nu_pin_cpu(cpu);
+		if (p != MAP_FAILED) {
+			nu_fill(p, NB_LEN, 0xba1);
+			move_all(p, NB_LEN, nid);
+			res[0] = res[2] = nu_pages_on(p, NB_LEN, nid);
+			while (res[0] > 0 && nu_now() < end) {
+				nu_read_pages(p, NB_LEN);
+				res[0] = nu_pages_on(p, NB_LEN, nid);
+			}
+			res[1] = nu_intact(p, NB_LEN, 0xba1);
+		}
+		if (write(pipefd[1], res, sizeof(res)) != sizeof(res))
+			_exit(1);
+		_exit(0);
+	}
+	close(pipefd[1]);
+	if (read(pipefd[0], res, sizeof(res)) == sizeof(res)) {
+		left = res[0];
+		*intact = res[1];
+		*placed = res[2];
+	}
+	close(pipefd[0]);
+	waitpid(pid, NULL, 0);
+	return left;
+}
+
+/*
+ * NUMA balancing on, scanning a new mm at once: NULL, or a SKIP reason.
+ * The old settings go to @was; the fixture's teardown restores them
+ * once *@saved is set, however the test ends.
+ */
+static const char *balancing_on(char was[3][16], bool *saved)
+{
+	if (nu_read_str(BALANCING, was[0], 16) <= 0 ||
+	    nu_read_str(SCAN_DELAY, was[1], 16) <= 0 ||
+	    nu_read_str(SCAN_MIN, was[2], 16) <= 0)
+		return "no NUMA balancing or no sched debugfs";
+	*saved = true;
+	if (nu_write_str(BALANCING, "1") || nu_write_str(SCAN_DELAY, "0") ||
+	    nu_write_str(SCAN_MIN, "10"))
+		return "cannot switch NUMA balancing on";
+	return NULL;
+}
+
+static void balancing_restore(char was[3][16])
+{
+	nu_write_str(SCAN_MIN, was[2]);
+	nu_write_str(SCAN_DELAY, was[1]);
+	nu_write_str(BALANCING, was[0]);
+}
+
+/* The first CPU of node 0 (where the pages should go). */
+static int node0_cpu(void)
+{
+	struct nu_topo topo;
+	struct nu_node *n;
+
+	if (nu_topo_read(&topo))
+		return -1;
+	n = nu_node_by_id(&topo, 0);
+	return n && n->nr_cpus ? n->cpus[0] : -1;
+}
+
+TEST_F_TIMEOUT(pn, numa_balancing_on, 240)
+{
+	const char *why = balancing_on(self->was_nb, &self->balancing);
+	int cpu = node0_cpu();
+	long placed = 0, left;
+	bool intact = false;
+
+	if (why || cpu < 0)
+		SKIP(return, "%s", why ?: "node 0 has no CPU");
+	CLAIM(CAP_NUMA_BALANCING | CAP_USER_NUMA | CAP_HOTUNPLUG, "movable");
+	left = balance_off(self->nid, cpu, 90, &placed, &intact);
+	ASSERT_LT(0, placed) TH_LOG("move_pages placed nothing on the node");
+	EXPECT_EQ(0, left) TH_LOG("%ld of %ld pages still on node %d",
+				  left, placed, self->nid);
+	EXPECT_TRUE(intact);
+}
+
+TEST_F_TIMEOUT(pn, numa_balancing_off, 120)
+{
+	const char *why = balancing_on(self->was_nb, &self->balancing);
+	int cpu = node0_cpu();
+	long placed = 0, left;
+	bool intact = false;
+
+	if (why || cpu < 0)
+		SKIP(return, "%s", why ?: "node 0 has no CPU");
+	CLAIM(CAP_USER_NUMA | CAP_HOTUNPLUG, "movable");
+	left = balance_off(self->nid, cpu, 20, &placed, &intact);
+	ASSERT_LT(0, placed) TH_LOG("move_pages placed nothing on the node");
+	EXPECT_EQ(placed, left);
+	EXPECT_TRUE(intact);
+}
+
 TEST_F(pn, registration_rules)
 {
 	int n = self->nid;
 
 	EXPECT_EQ(-EBUSY, npt_write("register", "0 0 0"));	/* has DRAM */
 	EXPECT_EQ(-EINVAL, npt_write("register", "%d 0x8 0", n));
-	EXPECT_EQ(-EOPNOTSUPP, npt_write("register", "%d 0x1 0", n));
+	/* DEMOTION (with the RECLAIM it needs) is not implemented yet */
+	EXPECT_EQ(-EOPNOTSUPP, npt_write("register", "%d 0x9 0", n));
+	EXPECT_EQ(0, npt_write("register", "%d 0x1 0", n));	/* RECLAIM */
+	EXPECT_EQ(0, npt_write("unregister", "%d", n));
 	EXPECT_EQ(-EINVAL, npt_write("register", "%d 0x100 0", n));
 	EXPECT_FALSE(nu_in_nodelist("has_private_memory", n));
 
