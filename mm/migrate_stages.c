@@ -475,15 +475,17 @@ void __migrate_stage_run_done(struct migrate_stage_ctx *ctx,
 	}
 }
 
+#ifdef CONFIG_ARCH_WANT_BATCHED_UNMAP_TLB_FLUSH
 /* How many CPUs the pending batched flush will interrupt. */
 static unsigned int ms_flush_breadth(void)
 {
-#if defined(CONFIG_ARCH_WANT_BATCHED_UNMAP_TLB_FLUSH) && defined(CONFIG_X86)
+#ifdef CONFIG_X86
 	return cpumask_weight(&current->tlb_ubc.arch.cpumask);
 #else
 	return 0;
 #endif
 }
+#endif
 
 u64 __migrate_stage_flush_begin(void)
 {
