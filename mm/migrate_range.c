@@ -254,7 +254,8 @@ static bool migrate_range_remap_pte(struct migrate_range_walk *w,
 		pte = pte_mksoft_dirty(pte);
 	else
 		pte = pte_clear_soft_dirty(pte);
-	if (is_writable_migration_entry(entry))
+	/* As remove_migration_pte(): a write-fenced folio lands read-only. */
+	if (is_writable_migration_entry(entry) && !folio_write_fenced(dst))
 		pte = pte_mkwrite(pte, vma);
 	else if (pte_swp_uffd_wp(old))
 		pte = pte_mkuffd_wp(pte);

@@ -27,6 +27,9 @@
 #include <linux/node_private.h>
 #include <linux/sched/mm.h>
 #include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/topology.h>
+#include <linux/vmstat.h>
 
 #include "internal.h"
 
@@ -59,10 +62,23 @@ int node_private_check_caps(int nid, unsigned long caps)
 			caps & ~NODE_PRIVATE_CAPS_ALL);
 		return -EINVAL;
 	}
-	/* A demotion target fills up unless reclaim can drain it. */
+	/*
+	 * A demotion target fills up unless reclaim can drain it, and it
+	 * holds memory its owner did not place: offlining must be able to
+	 * give that back.
+	 */
 	if ((caps & NODE_PRIVATE_CAP_DEMOTION) &&
-	    !(caps & NODE_PRIVATE_CAP_RECLAIM)) {
-		pr_info("node %d: DEMOTION needs RECLAIM\n", nid);
+	    (~caps & (NODE_PRIVATE_CAP_RECLAIM | NODE_PRIVATE_CAP_HOTUNPLUG))) {
+		pr_info("node %d: DEMOTION needs RECLAIM and HOTUNPLUG\n", nid);
+		return -EINVAL;
+	}
+	/*
+	 * A write to a fenced folio copies it away; a long-term pin on the
+	 * original would then see a page the process no longer maps.
+	 */
+	if ((caps & NODE_PRIVATE_POLICY_WRITE_FENCE) &&
+	    (caps & NODE_PRIVATE_CAP_LTPIN)) {
+		pr_info("node %d: WRITE_FENCE excludes LTPIN\n", nid);
 		return -EINVAL;
 	}
 	if (caps & ~NODE_PRIVATE_CAPS_SUPPORTED) {
@@ -71,6 +87,265 @@ int node_private_check_caps(int nid, unsigned long caps)
 		return -EOPNOTSUPP;
 	}
 	return 0;
+}
+
+/*
+ * Write-fence loop breaker.  A write to a folio on a fenced node copies it
+ * to DRAM; the copy needs a DRAM page, which may reclaim, which may demote
+ * more folios onto the fenced node, which are written again.  Per fenced
+ * node, pages demoted onto it and pages copied off it by writes are counted
+ * over a window of NODE_FENCE_WINDOW (it lasts until the first demotion
+ * after its end).  When the copies exceed 1/NODE_FENCE_SHARE of the
+ * demotions (and NODE_FENCE_FLOOR, against noise), demotion onto the node
+ * stops: reclaim treats those folios as if the node were not there.  A
+ * closure lasts one window, doubling up to NODE_FENCE_MAX_BACKOFF windows
+ * while each probe window after it closes again; a window that passes
+ * resets it.  Counts older than NODE_FENCE_STALE, and the copies made
+ * while closed, are forgotten.
+ */
+#define NODE_FENCE_WINDOW	HZ
+#define NODE_FENCE_SHARE	4
+#define NODE_FENCE_FLOOR	32
+#define NODE_FENCE_MAX_BACKOFF	8
+#define NODE_FENCE_STALE	(8 * NODE_FENCE_WINDOW)
+
+struct node_fence_clock {
+	unsigned long start;	/* jiffies: the counted window began */
+	unsigned long reopen;	/* jiffies: closed until then */
+	unsigned int backoff;	/* windows the last closure lasts */
+	bool closed;		/* no demotion onto the node */
+};
+
+struct node_fence {
+	spinlock_t lock;	/* serialises node_fence_decide() */
+	struct node_fence_clock clock;
+	atomic_long_t demoted;	/* pages demoted onto it, this window */
+	atomic_long_t cow;	/* pages copied off it by writes */
+};
+
+/* Allocated at the first fenced registration of a node, never freed. */
+static struct node_fence *node_fences[MAX_NUMNODES];
+
+static int node_fence_alloc(int nid)
+{
+	struct node_fence *nf;
+
+	if (READ_ONCE(node_fences[nid]))
+		return 0;
+	nf = kzalloc(sizeof(*nf), GFP_KERNEL);
+	if (!nf)
+		return -ENOMEM;
+	spin_lock_init(&nf->lock);
+	nf->clock.start = jiffies;
+	/* Serialised by node_private_lock against a second registrant. */
+	mutex_lock(&node_private_lock);
+	if (!node_fences[nid])
+		/* Initialised before published: pairs with node_fence_of(). */
+		smp_store_release(&node_fences[nid], nf);
+	else
+		kfree(nf);
+	mutex_unlock(&node_private_lock);
+	return 0;
+}
+
+/**
+ * node_fence_verdict - close a fenced node to demotion?
+ * @demoted: pages demoted onto the node over the last window
+ * @cow: pages writes copied off the node over the same window
+ *
+ * Return: true when the writes undo too much of what demotion did.
+ */
+static bool node_fence_verdict(unsigned long demoted, unsigned long cow)
+{
+	/* cow * SHARE > demoted, without the overflow */
+	return cow >= NODE_FENCE_FLOOR && cow > demoted / NODE_FENCE_SHARE;
+}
+
+/* Has @c a decision to take at @now (a window or a closure ended)? */
+static bool node_fence_due(const struct node_fence_clock *c,
+			   unsigned long now)
+{
+	if (c->closed)
+		return !time_before(now, c->reopen);
+	return !time_before(now, c->start + NODE_FENCE_WINDOW);
+}
+
+/**
+ * node_fence_decide - take the decision due at @now
+ * @c: the node's clock
+ * @now: jiffies
+ * @demoted: pages demoted onto the node since @c->start
+ * @cow: pages copied off it since @c->start
+ *
+ * A closure that ended opens a probe window (its counts are ignored); a
+ * window that ended closes the node or resets the backoff.
+ *
+ * Return: whether demotion onto the node is open.
+ */
+static bool node_fence_decide(struct node_fence_clock *c, unsigned long now,
+			      unsigned long demoted, unsigned long cow)
+{
+	if (c->closed) {
+		WRITE_ONCE(c->closed, false);
+	} else if (time_before(now, c->start + NODE_FENCE_STALE) &&
+		   node_fence_verdict(demoted, cow)) {
+		c->backoff = c->backoff ?
+			min(2 * c->backoff, NODE_FENCE_MAX_BACKOFF) : 1;
+		c->reopen = now + c->backoff * NODE_FENCE_WINDOW;
+		WRITE_ONCE(c->closed, true);
+	} else {
+		c->backoff = 0;
+	}
+	c->start = now;
+	return !c->closed;
+}
+
+static struct node_fence *node_fence_of(int nid)
+{
+	/* Pairs with node_fence_alloc(): sees the state initialised. */
+	return smp_load_acquire(&node_fences[nid]);
+}
+
+/* May demotion put folios on @nf's node now? */
+static bool node_fence_open(struct node_fence *nf)
+{
+	unsigned long now = jiffies;
+	bool open;
+
+	/* Racy peek; the decision itself is taken under the lock. */
+	if (!data_race(node_fence_due(&nf->clock, now)) ||
+	    !spin_trylock(&nf->lock))
+		return !READ_ONCE(nf->clock.closed);
+	if (node_fence_due(&nf->clock, now))
+		node_fence_decide(&nf->clock, now,
+				  atomic_long_xchg(&nf->demoted, 0),
+				  atomic_long_xchg(&nf->cow, 0));
+	open = !nf->clock.closed;
+	spin_unlock(&nf->lock);
+	return open;
+}
+
+/* A write fault copied a folio off fenced node @nid. */
+void node_fence_count_cow(int nid)
+{
+	struct node_fence *nf = node_fence_of(nid);
+
+	count_vm_event(PGFENCE_COW);
+	if (nf)
+		atomic_long_inc(&nf->cow);
+}
+
+/**
+ * node_fence_filter_demote - what demotion may put on node @nid now
+ * @nid: the demotion target, or NUMA_NO_NODE
+ * @folios: the folios reclaim would demote
+ * @kept: gets those that must stay: reclaim handles them as if @nid
+ *	were no demotion target
+ *
+ * Only a fenced node refuses: page cache always (a buffered write would
+ * store to it), anon while the loop breaker has the node closed.
+ */
+void node_fence_filter_demote(int nid, struct list_head *folios,
+			      struct list_head *kept)
+{
+	struct folio *folio, *next;
+	struct node_fence *nf;
+	bool open;
+
+	if (nid == NUMA_NO_NODE || !node_write_fenced(nid))
+		return;
+	nf = node_fence_of(nid);
+	open = !nf || node_fence_open(nf);
+	list_for_each_entry_safe(folio, next, folios, lru) {
+		if (folio_test_anon(folio) && open)
+			continue;
+		list_move_tail(&folio->lru, kept);
+		if (folio_test_anon(folio))
+			count_vm_events(PGDEMOTE_FENCE_SKIP,
+					folio_nr_pages(folio));
+	}
+}
+
+/* Demotion moved @nr pages to fenced node @nid (or to its lower tier). */
+void node_fence_count_demoted(int nid, unsigned int nr)
+{
+	struct node_fence *nf;
+
+	if (nid == NUMA_NO_NODE || !nr || !node_write_fenced(nid))
+		return;
+	nf = node_fence_of(nid);
+	if (nf)
+		atomic_long_add(nr, &nf->demoted);
+}
+
+/*
+ * Memory tiers.  A private node is in a tier, and so a demotion source and
+ * target, only while its owner allows DEMOTION and its memory is online.
+ * The tier comes from the memory type the owner set for the node
+ * (init_node_memory_type()), as for dax/kmem, else from
+ * mt_calc_adistance().
+ */
+static bool node_private_caps_memtier(unsigned long caps, bool online)
+{
+	return online && (caps & NODE_PRIVATE_CAP_DEMOTION);
+}
+
+bool node_private_memtier_member(int nid)
+{
+	return node_is_private(nid) &&
+	       node_private_caps_memtier(READ_ONCE(node_private_caps[nid]),
+					 node_state(nid, N_MEMORY_PRIVATE));
+}
+
+/* Add the private nodes that belong in a memory tier to @nodes. */
+void node_private_memtier_nodes(nodemask_t *nodes)
+{
+	int nid;
+
+	if (!node_private_enabled())
+		return;
+	for_each_node_mask(nid, node_private_nodes)
+		if (node_private_memtier_member(nid))
+			node_set(nid, *nodes);
+}
+
+/**
+ * node_private_next_best_node - find_next_best_node() over @candidates
+ * @node: the node a list is built for
+ * @used: nodes already picked; the pick is added
+ * @candidates: nodes to pick from (normal and private tier members)
+ *
+ * The same preference as find_next_best_node() (distance, then nodes
+ * above @node, then nodes without CPUs), without its zonelist-build load
+ * balancing.
+ *
+ * Return: the node picked, or NUMA_NO_NODE.
+ */
+int node_private_next_best_node(int node, nodemask_t *used,
+				const nodemask_t *candidates)
+{
+	int n, best = NUMA_NO_NODE, min_val = INT_MAX;
+
+	if (!node_isset(node, *used)) {
+		node_set(node, *used);
+		return node;
+	}
+	for_each_node_mask(n, *candidates) {
+		int val;
+
+		if (node_isset(n, *used))
+			continue;
+		val = node_distance(node, n) + (n < node);
+		if (!cpumask_empty(cpumask_of_node(n)))
+			val += PENALTY_FOR_NODE_WITH_CPUS;
+		if (val < min_val) {
+			min_val = val;
+			best = n;
+		}
+	}
+	if (best != NUMA_NO_NODE)
+		node_set(best, *used);
+	return best;
 }
 
 /* A memory block of @arg's node exists, online or not. */
@@ -104,6 +379,8 @@ int node_private_register(int nid, struct node_private *np)
 	ret = node_private_check_caps(nid, caps);
 	if (ret)
 		return ret;
+	if ((caps & NODE_PRIVATE_POLICY_WRITE_FENCE) && node_fence_alloc(nid))
+		return -ENOMEM;
 
 	/* Before mem_hotplug_lock: the key takes cpu_hotplug_lock. */
 	static_branch_enable(&node_private_key);
@@ -320,6 +597,11 @@ int mpol_private_nodemask(struct mempolicy *pol, const nodemask_t *nodes,
 				    nid);
 		return -EINVAL;
 	}
+	if (node_write_fenced(nid)) {
+		pr_info_ratelimited("node %d is write-fenced: folios reach it only by migration\n",
+				    nid);
+		return -EINVAL;
+	}
 	if (pol->mode != MPOL_BIND && pol->mode != MPOL_PREFERRED) {
 		pr_info_ratelimited("private node %d: only bind or preferred\n",
 				    nid);
@@ -365,7 +647,12 @@ static int mpol_private_usable_node(const struct mempolicy *pol, gfp_t gfp)
 {
 	int pnid = mpol_private_node(pol);
 
-	if (pnid == NUMA_NO_NODE || !node_state(pnid, N_MEMORY_PRIVATE))
+	/*
+	 * A fresh folio on a fenced node would be mapped writable by its
+	 * first fault; fenced nodes are reached only by migration.
+	 */
+	if (pnid == NUMA_NO_NODE || !node_state(pnid, N_MEMORY_PRIVATE) ||
+	    node_write_fenced(pnid))
 		return NUMA_NO_NODE;
 	if (!(pol->flags & MPOL_F_PRIVATE_OWNER) &&
 	    !node_allows_user_numa(pnid))

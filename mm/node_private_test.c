@@ -11,7 +11,9 @@
  * /sys/kernel/debug/node_private_test/:
  *
  *   ranges      r  "<nid> <start> <size> <free|claimed> <caps>" per range
- *   claim       w  "<nid> <caps> <movable|kernel>": register, add, online
+ *   claim       w  "<nid> <caps> <movable|kernel> [<adistance>]": register,
+ *               add, online; an adistance gives the node a memory type
+ *               (its memory tier, with the DEMOTION cap), as dax/kmem does
  *   release     w  "<nid>": offline and remove every range, unregister
  *   register    w  "<nid> <caps> <owner 0|1>": node_private_register() only
  *   unregister  w  "<nid>": node_private_unregister() only
@@ -32,6 +34,7 @@
 #include <linux/ioport.h>
 #include <linux/memory.h>
 #include <linux/memory_hotplug.h>
+#include <linux/memory-tiers.h>
 #include <linux/mempolicy.h>
 #include <linux/mm.h>
 #include <linux/node_private.h>
@@ -54,6 +57,8 @@ static int npt_nr_ranges;
 /* Two owners per node, so tests can try a second registrant. */
 static struct node_private npt_owner[2][MAX_NUMNODES];
 static DEFINE_MUTEX(npt_lock);
+/* The memory type a claim gave each node, until its release. */
+static struct memory_dev_type *npt_mtype[MAX_NUMNODES];
 static char npt_result[64];
 
 static int npt_find_range(struct resource *res, void *arg)
@@ -112,7 +117,7 @@ static int npt_register(int nid, int owner, unsigned long caps)
 static int npt_release(int nid);
 
 /* Called with npt_lock held; all ranges of @nid or none. */
-static int npt_claim(int nid, unsigned long caps, enum mmop type)
+static int npt_claim(int nid, unsigned long caps, enum mmop type, int adist)
 {
 	int i, ret, added = 0;
 
@@ -121,6 +126,16 @@ static int npt_claim(int nid, unsigned long caps, enum mmop type)
 	ret = npt_register(nid, 0, caps);
 	if (ret)
 		return ret;
+	if (adist > 0 && !npt_mtype[nid]) {
+		struct memory_dev_type *mtype = alloc_memory_type(adist);
+
+		if (IS_ERR(mtype)) {
+			node_private_unregister(nid);
+			return PTR_ERR(mtype);
+		}
+		init_node_memory_type(nid, mtype);
+		npt_mtype[nid] = mtype;
+	}
 	for (i = 0; i < npt_nr_ranges; i++) {
 		struct npt_range *r = &npt_ranges[i];
 
@@ -182,7 +197,13 @@ static int npt_release(int nid)
 			return ret;
 		r->claimed = false;
 	}
-	return node_private_unregister(nid);
+	ret = node_private_unregister(nid);
+	if (!ret && npt_mtype[nid]) {
+		clear_node_memory_type(nid, npt_mtype[nid]);
+		put_memory_type(npt_mtype[nid]);
+		npt_mtype[nid] = NULL;
+	}
+	return ret;
 }
 
 static int npt_parse(const char __user *ubuf, size_t len, char *buf,
@@ -207,13 +228,13 @@ static ssize_t claim_write(struct file *file, const char __user *ubuf,
 	char buf[64], type[16];
 	unsigned long caps;
 	enum mmop mmop;
-	int nid, ret;
+	int nid, ret, adist = 0;
 
 	ret = npt_parse(ubuf, len, buf, sizeof(buf));
 	if (ret)
 		return ret;
-	if (sscanf(buf, "%d %li %15s", &nid, &caps, type) != 3 ||
-	    !npt_valid_nid(nid))
+	if (sscanf(buf, "%d %li %15s %d", &nid, &caps, type, &adist) < 3 ||
+	    !npt_valid_nid(nid) || adist < 0)
 		return -EINVAL;
 	if (!strcmp(type, "movable"))
 		mmop = MMOP_ONLINE_MOVABLE;
@@ -222,7 +243,7 @@ static ssize_t claim_write(struct file *file, const char __user *ubuf,
 	else
 		return -EINVAL;
 	mutex_lock(&npt_lock);
-	ret = npt_claim(nid, caps, mmop);
+	ret = npt_claim(nid, caps, mmop, adist);
 	mutex_unlock(&npt_lock);
 	return ret ? ret : len;
 }

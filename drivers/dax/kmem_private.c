@@ -7,12 +7,13 @@
  *                    (node_private_register()) before hot-adding the memory
  *   reclaim, user_numa, hotunplug, demotion, numa_balancing, ltpin
  *                    0|1 each: the node's NODE_PRIVATE_CAP_* bits
+ *   write_fence      0|1: NODE_PRIVATE_POLICY_WRITE_FENCE
  *
  * They are writable only while the instance is not bound to kmem
  * (-EBUSY): a private node's caps are fixed while its memory is online.
  * The write accepts any combination; one the kernel rejects (DEMOTION
- * without RECLAIM, a cap it does not implement, a node that already has
- * normal memory or another owner) fails the kmem bind instead, with the
+ * without RECLAIM, WRITE_FENCE with LTPIN, a cap it does not implement, a
+ * node that already has normal memory or another owner) fails the kmem bind instead, with the
  * reason in dmesg.  See Documentation/ABI/testing/sysfs-bus-dax-private.
  */
 #include <linux/device.h>
@@ -90,6 +91,7 @@ DEV_DAX_PRIVATE_ATTR(hotunplug, NODE_PRIVATE_CAP_HOTUNPLUG);
 DEV_DAX_PRIVATE_ATTR(demotion, NODE_PRIVATE_CAP_DEMOTION);
 DEV_DAX_PRIVATE_ATTR(numa_balancing, NODE_PRIVATE_CAP_NUMA_BALANCING);
 DEV_DAX_PRIVATE_ATTR(ltpin, NODE_PRIVATE_CAP_LTPIN);
+DEV_DAX_PRIVATE_ATTR(write_fence, NODE_PRIVATE_POLICY_WRITE_FENCE);
 
 static struct attribute *dev_dax_private_attributes[] = {
 	&dev_attr_private.attr,
@@ -99,6 +101,7 @@ static struct attribute *dev_dax_private_attributes[] = {
 	&dev_attr_demotion.attr,
 	&dev_attr_numa_balancing.attr,
 	&dev_attr_ltpin.attr,
+	&dev_attr_write_fence.attr,
 	NULL,
 };
 

@@ -40,13 +40,12 @@ struct folio;
 
 /*
  * The bits this kernel implements.  Registering any other defined bit
- * fails with -EOPNOTSUPP rather than pretending the service is there.
+ * fails with -EOPNOTSUPP rather than pretending the service is there:
+ * demotion needs page migration.
  */
-#define NODE_PRIVATE_CAPS_SUPPORTED	(NODE_PRIVATE_CAP_RECLAIM |	\
-					 NODE_PRIVATE_CAP_USER_NUMA |	\
-					 NODE_PRIVATE_CAP_HOTUNPLUG |	\
-					 NODE_PRIVATE_CAP_NUMA_BALANCING | \
-					 NODE_PRIVATE_CAP_LTPIN)
+#define NODE_PRIVATE_CAPS_SUPPORTED					\
+	(NODE_PRIVATE_CAPS_ALL &					\
+	 ~(IS_ENABLED(CONFIG_MIGRATION) ? 0 : NODE_PRIVATE_CAP_DEMOTION))
 
 /**
  * struct node_private - a driver's claim on a private node
@@ -209,5 +208,8 @@ static inline bool node_write_fenced(int nid)
 /* Macros so that this header needs nothing from mm.h. */
 #define folio_is_private_node(folio)	node_is_private(folio_nid(folio))
 #define page_is_private_node(page)	node_is_private(page_to_nid(page))
+/* A CPU store must never reach this folio: map it read-only, COW it away. */
+#define folio_write_fenced(folio)	node_write_fenced(folio_nid(folio))
+#define page_write_fenced(page)		node_write_fenced(page_to_nid(page))
 
 #endif /* _LINUX_NODE_PRIVATE_H */

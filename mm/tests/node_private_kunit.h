@@ -160,15 +160,145 @@ static void npk_check_caps(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, node_private_check_caps(0,
 			NODE_PRIVATE_CAP_NUMA_BALANCING), 0);
 	KUNIT_EXPECT_EQ(test, node_private_check_caps(0,
-			NODE_PRIVATE_CAPS_SUPPORTED), 0);
+			NODE_PRIVATE_CAPS_SUPPORTED & ~NODE_PRIVATE_CAP_LTPIN), 0);
 	KUNIT_EXPECT_EQ(test, node_private_check_caps(0, BIT(20)), -EINVAL);
 	KUNIT_EXPECT_EQ(test, node_private_check_caps(0,
 			NODE_PRIVATE_CAP_DEMOTION), -EINVAL);
+	/* Demotion needs RECLAIM to drain and HOTUNPLUG to give back. */
 	KUNIT_EXPECT_EQ(test, node_private_check_caps(0,
 			NODE_PRIVATE_CAP_DEMOTION | NODE_PRIVATE_CAP_RECLAIM),
-			-EOPNOTSUPP);
+			-EINVAL);
 	KUNIT_EXPECT_EQ(test, node_private_check_caps(0,
-			NODE_PRIVATE_POLICY_WRITE_FENCE), -EOPNOTSUPP);
+			NODE_PRIVATE_CAP_DEMOTION | NODE_PRIVATE_CAP_HOTUNPLUG),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, node_private_check_caps(0,
+			NODE_PRIVATE_CAP_DEMOTION | NODE_PRIVATE_CAP_RECLAIM |
+			NODE_PRIVATE_CAP_HOTUNPLUG),
+			IS_ENABLED(CONFIG_MIGRATION) ? 0 : -EOPNOTSUPP);
+	KUNIT_EXPECT_EQ(test, node_private_check_caps(0,
+			NODE_PRIVATE_POLICY_WRITE_FENCE), 0);
+	/* The seed's set: everything but LTPIN, and the fence. */
+	KUNIT_EXPECT_EQ(test, node_private_check_caps(0,
+			NODE_PRIVATE_CAPS_SUPPORTED & ~NODE_PRIVATE_CAP_LTPIN), 0);
+	/* A COW-promote would split a pinned page from its mapping. */
+	KUNIT_EXPECT_EQ(test, node_private_check_caps(0,
+			NODE_PRIVATE_POLICY_WRITE_FENCE |
+			NODE_PRIVATE_CAP_LTPIN), -EINVAL);
+	KUNIT_EXPECT_EQ(test, node_private_check_caps(0,
+			NODE_PRIVATE_CAPS_ALL), -EINVAL);
+}
+
+static void npk_memtier_caps(struct kunit *test)
+{
+	const unsigned long dr = NODE_PRIVATE_CAP_DEMOTION |
+				 NODE_PRIVATE_CAP_RECLAIM;
+
+	KUNIT_EXPECT_TRUE(test, node_private_caps_memtier(dr, true));
+	KUNIT_EXPECT_TRUE(test, node_private_caps_memtier(dr |
+			NODE_PRIVATE_POLICY_WRITE_FENCE, true));
+	KUNIT_EXPECT_FALSE(test, node_private_caps_memtier(dr, false));
+	KUNIT_EXPECT_FALSE(test, node_private_caps_memtier(
+			NODE_PRIVATE_CAPS_ALL & ~NODE_PRIVATE_CAP_DEMOTION, true));
+	KUNIT_EXPECT_FALSE(test, node_private_caps_memtier(0, true));
+}
+
+static void npk_fence_verdict(struct kunit *test)
+{
+	/* Quiet windows, and noise below the floor, leave the node open. */
+	KUNIT_EXPECT_FALSE(test, node_fence_verdict(0, 0));
+	KUNIT_EXPECT_FALSE(test, node_fence_verdict(0, 31));
+	KUNIT_EXPECT_FALSE(test, node_fence_verdict(100, 31));
+	/* Up to a quarter of the demoted pages may be written back. */
+	KUNIT_EXPECT_FALSE(test, node_fence_verdict(1000, 250));
+	KUNIT_EXPECT_TRUE(test, node_fence_verdict(1000, 251));
+	KUNIT_EXPECT_FALSE(test, node_fence_verdict(100000, 32));
+	/* Writes back with nothing demoted: the loop is running. */
+	KUNIT_EXPECT_TRUE(test, node_fence_verdict(0, 32));
+	KUNIT_EXPECT_TRUE(test, node_fence_verdict(ULONG_MAX / 8, ULONG_MAX / 4));
+	KUNIT_EXPECT_FALSE(test, node_fence_verdict(ULONG_MAX, ULONG_MAX / 4));
+}
+
+/* Decide at the end of the window (or closure) @c is in. */
+static bool npk_decide_at_end(struct node_fence_clock *c, unsigned long d,
+			      unsigned long cow, unsigned long *now)
+{
+	*now = c->closed ? c->reopen : c->start + NODE_FENCE_WINDOW;
+	return node_fence_decide(c, *now, d, cow);
+}
+
+/*
+ * The loop breaker's clock: a bad window closes the node for one window,
+ * a probe window follows, repeated closures double up to the cap, a good
+ * window resets the backoff, stale counts never close it.
+ */
+static void npk_fence_clock(struct kunit *test)
+{
+	struct node_fence_clock c = { .start = -5UL * HZ };	/* wraps */
+	unsigned long now, first;
+	unsigned int i;
+
+	KUNIT_EXPECT_FALSE(test, node_fence_due(&c, c.start + 1));
+	KUNIT_EXPECT_TRUE(test, npk_decide_at_end(&c, 1000, 10, &now));
+	KUNIT_EXPECT_FALSE(test, npk_decide_at_end(&c, 1000, 300, &now));
+	KUNIT_EXPECT_EQ(test, c.backoff, 1);
+	first = now;
+	KUNIT_EXPECT_FALSE(test, node_fence_due(&c, first + NODE_FENCE_WINDOW - 1));
+	KUNIT_EXPECT_TRUE(test, node_fence_due(&c, first + NODE_FENCE_WINDOW));
+	/* The probe opens whatever was counted while closed. */
+	KUNIT_EXPECT_TRUE(test, npk_decide_at_end(&c, 0, 100000, &now));
+	KUNIT_EXPECT_EQ(test, now, first + NODE_FENCE_WINDOW);
+	for (i = 0; i < 6; i++) {
+		KUNIT_EXPECT_FALSE(test, npk_decide_at_end(&c, 0, 64, &now));
+		KUNIT_EXPECT_LE(test, c.backoff, NODE_FENCE_MAX_BACKOFF);
+		KUNIT_EXPECT_EQ(test, c.reopen, now + c.backoff * NODE_FENCE_WINDOW);
+		KUNIT_EXPECT_TRUE(test, npk_decide_at_end(&c, 0, 0, &now));
+	}
+	KUNIT_EXPECT_EQ(test, c.backoff, NODE_FENCE_MAX_BACKOFF);
+	/* A good window forgives. */
+	KUNIT_EXPECT_TRUE(test, npk_decide_at_end(&c, 1000, 0, &now));
+	KUNIT_EXPECT_EQ(test, c.backoff, 0);
+	/* Counts that piled up over a long quiet time close nothing. */
+	now = c.start + NODE_FENCE_STALE;
+	KUNIT_EXPECT_TRUE(test, node_fence_decide(&c, now, 0, 100000));
+	KUNIT_EXPECT_FALSE(test, c.closed);
+}
+
+/* What node_private_next_best_node() minimises, from @node to @n. */
+static int npk_pref(int node, int n)
+{
+	return node_distance(node, n) + (n < node) +
+	       (cpumask_empty(cpumask_of_node(n)) ? 0 :
+		PENALTY_FOR_NODE_WITH_CPUS);
+}
+
+/* Each candidate once, local node first, then by non-falling preference. */
+static void npk_next_best_node(struct kunit *test)
+{
+	int node = first_node(node_states[N_MEMORY]);
+	nodemask_t used = NODE_MASK_NONE, seen = NODE_MASK_NONE;
+	nodemask_t cand = node_states[N_MEMORY];
+	int n, prev = -1, picks = 0;
+
+	KUNIT_EXPECT_EQ(test, node_private_next_best_node(node, &used, &cand),
+			node);
+	node_set(node, seen);
+	while ((n = node_private_next_best_node(node, &used, &cand)) !=
+	       NUMA_NO_NODE) {
+		KUNIT_ASSERT_TRUE(test, node_isset(n, cand));
+		KUNIT_EXPECT_FALSE_MSG(test, node_isset(n, seen),
+				       "node %d picked twice", n);
+		KUNIT_EXPECT_GE(test, npk_pref(node, n), prev);
+		prev = npk_pref(node, n);
+		node_set(n, seen);
+		KUNIT_ASSERT_LE(test, ++picks, MAX_NUMNODES);
+	}
+	KUNIT_EXPECT_TRUE(test, nodes_equal(seen, cand));
+	/* Nothing outside the candidates, even when all are used. */
+	nodes_clear(cand);
+	nodes_clear(used);
+	node_set(node, used);
+	KUNIT_EXPECT_EQ(test, node_private_next_best_node(node, &used, &cand),
+			NUMA_NO_NODE);
 }
 
 /* A node id no firmware gave us, used as a scratch private node. */
@@ -180,6 +310,35 @@ static int npk_scratch_node(void)
 		if (!node_possible(nid) && !node_isset(nid, node_private_nodes))
 			return nid;
 	return NUMA_NO_NODE;
+}
+
+/*
+ * With @nid fenced: only anon migrates onto it through its list; nothing
+ * but a fenced node refuses.  Fake folios: only ->mapping is looked at.
+ */
+static void npk_fence_folios(struct kunit *test, int nid)
+{
+	struct folio *anon, *file;
+
+	anon = kunit_kzalloc(test, sizeof(*anon), GFP_KERNEL);
+	file = kunit_kzalloc(test, sizeof(*file), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, anon);
+	KUNIT_ASSERT_NOT_NULL(test, file);
+	anon->mapping = (void *)PAGE_MAPPING_ANON;
+
+	KUNIT_EXPECT_FALSE(test, node_fence_refuses(nid, anon,
+						     ALLOC_ZONELIST_PRIVATE));
+	KUNIT_EXPECT_TRUE(test, node_fence_refuses(nid, file,
+						   ALLOC_ZONELIST_PRIVATE));
+	/* The ordinary lists never reach the node anyway. */
+	KUNIT_EXPECT_FALSE(test, node_fence_refuses(nid, file,
+						    ALLOC_ZONELIST_DEFAULT));
+	KUNIT_EXPECT_EQ(test, node_private_zonelist(nid),
+			ALLOC_ZONELIST_PRIVATE);
+	KUNIT_EXPECT_EQ(test, node_private_zonelist(NUMA_NO_NODE),
+			ALLOC_ZONELIST_DEFAULT);
+	/* The fence never makes a node a tier member by itself. */
+	KUNIT_EXPECT_FALSE(test, node_private_memtier_member(nid));
 }
 
 static void npk_predicates(struct kunit *test)
@@ -221,6 +380,7 @@ static void npk_predicates(struct kunit *test)
 	WRITE_ONCE(node_private_caps[nid], NODE_PRIVATE_POLICY_WRITE_FENCE);
 	KUNIT_EXPECT_TRUE(test, node_write_fenced(nid));
 	KUNIT_EXPECT_TRUE(test, node_is_private(nid));
+	npk_fence_folios(test, nid);
 
 	node_clear(nid, node_private_nodes);
 	WRITE_ONCE(node_private_caps[nid], 0);
@@ -272,6 +432,10 @@ static struct kunit_case node_private_cases[] = {
 	KUNIT_CASE(npk_selector),
 	KUNIT_CASE(npk_live_zonelists),
 	KUNIT_CASE(npk_check_caps),
+	KUNIT_CASE(npk_memtier_caps),
+	KUNIT_CASE(npk_fence_verdict),
+	KUNIT_CASE(npk_fence_clock),
+	KUNIT_CASE(npk_next_best_node),
 	KUNIT_CASE(npk_predicates),
 	KUNIT_CASE(npk_register_rules),
 	{}
