@@ -39,7 +39,7 @@
 
 static const char * const attrs[] = {
 	"private", "reclaim", "user_numa", "hotunplug", "demotion",
-	"numa_balancing", "ltpin",
+	"numa_balancing", "ltpin", "write_fence",
 };
 
 /* The debugfs list of registered private nodes names @nid. */

@@ -46,70 +46,7 @@
 #include "../kselftest_harness.h"
 #include "../../../../mm/gup_test.h"
 #include "numa_util.h"
-
-#define NPT		"/sys/kernel/debug/node_private_test/"
-#define NODE_SYS	"/sys/devices/system/node/"
-#define CAP_RECLAIM	0x1
-#define CAP_USER_NUMA	0x2
-#define CAP_HOTUNPLUG	0x4
-#define CAP_NUMA_BALANCING	0x10
-#define CAP_LTPIN	0x20
-#define PAGE		4096UL
-#define MB		(1024UL * 1024)
-
-/* Write a formatted line to a provider file: 0 or -errno. */
-static int npt_write(const char *file, const char *fmt, ...)
-{
-	char path[128], val[128];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(val, sizeof(val), fmt, ap);
-	va_end(ap);
-	snprintf(path, sizeof(path), NPT "%s", file);
-	return nu_write_str(path, val);
-}
-
-static int npt_read(const char *file, char *buf, size_t len)
-{
-	char path[128];
-
-	snprintf(path, sizeof(path), NPT "%s", file);
-	return nu_read_all(path, buf, len) < 0 ? -1 : 0;
-}
-
-/* Carved nodes from the provider's "ranges"; @free_only skips claimed. */
-static int carved_nodes(int *nids, int max, bool free_only)
-{
-	char buf[1024], state[16], *line, *save;
-	int n = 0, nid, i;
-
-	if (npt_read("ranges", buf, sizeof(buf)))
-		return -1;
-	for (line = strtok_r(buf, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save)) {
-		if (sscanf(line, "%d %*s %*s %15s", &nid, state) != 2)
-			continue;
-		if (free_only && strcmp(state, "free"))
-			continue;
-		for (i = 0; i < n && nids[i] != nid; i++)
-			;
-		if (i == n && n < max)
-			nids[n++] = nid;
-	}
-	return n;
-}
-
-static long long meminfo_kb(int nid, const char *key)
-{
-	char path[128], buf[4096], *p;
-
-	snprintf(path, sizeof(path), NODE_SYS "node%d/meminfo", nid);
-	if (nu_read_all(path, buf, sizeof(buf)) < 0)
-		return -1;
-	p = strstr(buf, key);
-	return p ? atoll(p + strlen(key) + 1) : -1;
-}
+#include "private_util.h"
 
 /* Pages the allocator handed out from @nid so far (hit + miss). */
 static unsigned long long node_allocs(int nid)
@@ -119,27 +56,6 @@ static unsigned long long node_allocs(int nid)
 	if (nu_read_numastat(nid, &ns))
 		return ~0ULL;
 	return ns.numa_hit + ns.numa_miss;
-}
-
-/* move_pages every page of [p, p+len) to @nid; status of the first page. */
-static int move_all(char *p, size_t len, int nid)
-{
-	unsigned long i, n = len / PAGE;
-	void **pages = calloc(n, sizeof(*pages));
-	int *nodes = calloc(n, sizeof(*nodes));
-	int *status = calloc(n, sizeof(*status));
-	int st;
-
-	for (i = 0; i < n; i++) {
-		pages[i] = p + i * PAGE;
-		nodes[i] = nid;
-	}
-	st = nu_move_pages_where(0, n, pages, nodes, status, MPOL_MF_MOVE_ALL) < 0 ?
-		-errno : status[0];
-	free(pages);
-	free(nodes);
-	free(status);
-	return st;
 }
 
 /* Anonymous memory on @nid from the provider, whatever the node's caps. */
@@ -986,9 +902,15 @@ TEST_F(pn, registration_rules)
 
 	EXPECT_EQ(-EBUSY, npt_write("register", "0 0 0"));	/* has DRAM */
 	EXPECT_EQ(-EINVAL, npt_write("register", "%d 0x8 0", n));
-	/* DEMOTION (with the RECLAIM it needs) is not implemented yet */
-	EXPECT_EQ(-EOPNOTSUPP, npt_write("register", "%d 0x9 0", n));
-	EXPECT_EQ(0, npt_write("register", "%d 0x1 0", n));	/* RECLAIM */
+	/* DEMOTION needs RECLAIM and HOTUNPLUG */
+	EXPECT_EQ(-EINVAL, npt_write("register", "%d 0x9 0", n));
+	EXPECT_EQ(0, npt_write("register", "%d 0xd 0", n));
+	EXPECT_EQ(0, npt_write("unregister", "%d", n));
+	/* The fence excludes LTPIN: a COW would leave the pin behind */
+	EXPECT_EQ(-EINVAL, npt_write("register", "%d %#lx 0", n,
+				     POLICY_WRITE_FENCE | CAP_LTPIN));
+	EXPECT_EQ(0, npt_write("register", "%d %#lx 0", n,
+			       POLICY_WRITE_FENCE | CAP_USER_NUMA));
 	EXPECT_EQ(0, npt_write("unregister", "%d", n));
 	EXPECT_EQ(-EINVAL, npt_write("register", "%d 0x100 0", n));
 	EXPECT_FALSE(nu_in_nodelist("has_private_memory", n));
