@@ -28,6 +28,7 @@
 #include <linux/sched/mm.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
+#include <linux/swap.h>
 #include <linux/topology.h>
 #include <linux/vmstat.h>
 
@@ -243,7 +244,8 @@ void node_fence_count_cow(int nid)
  *	were no demotion target
  *
  * Only a fenced node refuses: page cache always (a buffered write would
- * store to it), anon while the loop breaker has the node closed.
+ * store to it), anon while the loop breaker has the node closed and swap
+ * can take it.
  */
 void node_fence_filter_demote(int nid, struct list_head *folios,
 			      struct list_head *kept)
@@ -255,7 +257,11 @@ void node_fence_filter_demote(int nid, struct list_head *folios,
 	if (nid == NUMA_NO_NODE || !node_write_fenced(nid))
 		return;
 	nf = node_fence_of(nid);
-	open = !nf || node_fence_open(nf);
+	/*
+	 * Closed, the node sends its anon to swap instead; with no swap
+	 * free that would turn a write-back loop into an OOM: stay open.
+	 */
+	open = !nf || node_fence_open(nf) || get_nr_swap_pages() <= 0;
 	list_for_each_entry_safe(folio, next, folios, lru) {
 		if (folio_test_anon(folio) && open)
 			continue;

@@ -629,8 +629,11 @@ TEST_F_TIMEOUT(pf, demotion, 300)
 
 	/*
 	 * Everything demoted came straight back: once the window ends, the
-	 * next round skips the node.
+	 * next round skips the node, sending the anon to swap instead (the
+	 * node stays open while there is no swap to take it).
 	 */
+	ASSERT_EQ(0, nu_swap_on(&self->sw, "/tmp", 64));
+	self->swapped = true;
 	sleep(1);
 	skip = nu_vmstat("pgdemote_fence_skip");
 	nu_cg_write(self->cg, "memory.reclaim", len);

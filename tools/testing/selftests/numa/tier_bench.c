@@ -733,24 +733,50 @@ static void mlc_results(struct result *r, const struct mlc *m, int nm)
 		     bytes / r->window_s / 1e6 : NAN;
 }
 
+/* Log what reclaim did since @before (fill and warm-up, not measured). */
+static void log_setup_vm(const long long *before)
+{
+	static const char * const show[] = {
+		"pgdemote_kswapd", "pgdemote_direct", "pgdemote_fence_skip",
+		"pgfence_cow", "pswpout", "pgscan_kswapd", "pgalloc_dma32",
+	};
+	char line[512];
+	long long now[NR_VM];
+	unsigned int i, j;
+	int len = 0;
+
+	vm_snap(now);
+	for (i = 0; i < ARRAY_SIZE(show); i++)
+		for (j = 0; j < NR_VM; j++)
+			if (!strcmp(show[i], vm_names[j]) && now[j] >= 0)
+				len += snprintf(line + len, sizeof(line) - len,
+						" %s=%lld", show[i],
+						now[j] - before[j]);
+	ksft_print_msg("fill+warm-up:%s\n", len ? line : " -");
+	fflush(stdout);
+}
+
 static int workload(struct result *r)
 {
 	static struct kv kv;
 	int nw = o.workers, nm = 1 + o.bw, i;
 	struct worker *w = calloc(nw, sizeof(*w));
 	struct mlc *m = calloc(nm, sizeof(*m));
+	long long before[NR_VM];
 	double t;
 
 	bind_home(env.pl.home);
 	nu_pin_cpu(env.pl.kv_cpus[0]);
 	if (!w || !m || kv_init(&kv, env.keys, o.vsize))
 		return 1;
+	vm_snap(before);
 	t = nu_now();
 	kv_fill(&kv);
 	r->fill_s = nu_now() - t;
 	if (start_threads(&kv, w, nw, m, nm) || wait_mlc(m, nm))
 		return 1;
 	sleep_s(o.secs / 4.0 > 2 ? o.secs / 4.0 : 2);
+	log_setup_vm(before);
 	window(r);
 	for (i = 0; i < nw; i++)
 		pthread_join(w[i].th, NULL);
