@@ -18,9 +18,12 @@
 
 #include <linux/debugfs.h>
 #include <linux/gfp.h>
+#include <linux/memcontrol.h>
 #include <linux/memory.h>
 #include <linux/memory_hotplug.h>
+#include <linux/memory-tiers.h>
 #include <linux/mempolicy.h>
+#include <linux/migrate.h>
 #include <linux/mm.h>
 #include <linux/mmzone.h>
 #include <linux/mutex.h>
@@ -127,12 +130,27 @@ struct node_fence {
 /* Allocated at the first fenced registration of a node, never freed. */
 static struct node_fence *node_fences[MAX_NUMNODES];
 
+static struct node_fence *node_fence_of(int nid)
+{
+	/* Pairs with node_fence_alloc(): sees the state initialised. */
+	return smp_load_acquire(&node_fences[nid]);
+}
+
 static int node_fence_alloc(int nid)
 {
-	struct node_fence *nf;
+	struct node_fence *nf = node_fence_of(nid);
 
-	if (READ_ONCE(node_fences[nid]))
+	if (nf) {
+		/* A new registration starts with a clean slate. */
+		spin_lock(&nf->lock);
+		WRITE_ONCE(nf->clock.closed, false);
+		nf->clock.backoff = 0;
+		nf->clock.start = jiffies;
+		atomic_long_set(&nf->demoted, 0);
+		atomic_long_set(&nf->cow, 0);
+		spin_unlock(&nf->lock);
 		return 0;
+	}
 	nf = kzalloc(sizeof(*nf), GFP_KERNEL);
 	if (!nf)
 		return -ENOMEM;
@@ -201,12 +219,6 @@ static bool node_fence_decide(struct node_fence_clock *c, unsigned long now,
 	return !c->closed;
 }
 
-static struct node_fence *node_fence_of(int nid)
-{
-	/* Pairs with node_fence_alloc(): sees the state initialised. */
-	return smp_load_acquire(&node_fences[nid]);
-}
-
 /* May demotion put folios on @nf's node now? */
 static bool node_fence_open(struct node_fence *nf)
 {
@@ -237,39 +249,61 @@ void node_fence_count_cow(int nid)
 }
 
 /**
- * node_fence_filter_demote - what demotion may put on node @nid now
- * @nid: the demotion target, or NUMA_NO_NODE
- * @folios: the folios reclaim would demote
- * @kept: gets those that must stay: reclaim handles them as if @nid
- *	were no demotion target
+ * node_fence_keeps - keep @folio back from demotion off node @src?
+ * @src: the node reclaim is working on
+ * @folio: a folio reclaim would demote
+ * @gfp: the reclaim context's allocation flags
  *
- * Only a fenced node refuses: page cache always (a buffered write would
- * store to it), anon while the loop breaker has the node closed and swap
- * can take it.
+ * Only a write-fenced target refuses: page cache always (a buffered write
+ * would store to it), anon while the loop breaker has the node closed --
+ * and then only if swap can take the folio instead (free swap for its
+ * memcg, a context that may do I/O): anything else would turn the loop
+ * into an OOM.  A kept folio is reclaimed in the same pass as if there
+ * were no demotion target.
  */
-void node_fence_filter_demote(int nid, struct list_head *folios,
-			      struct list_head *kept)
+bool node_fence_keeps(int src, struct folio *folio, gfp_t gfp)
+{
+	struct node_fence *nf;
+	int nid;
+
+	if (!node_private_enabled())
+		return false;
+	nid = next_demotion_node(src);
+	if (nid == NUMA_NO_NODE || !node_write_fenced(nid))
+		return false;
+	if (!folio_test_anon(folio))
+		return true;
+	nf = node_fence_of(nid);
+	if (!nf || node_fence_open(nf))
+		return false;
+	if (!(gfp & __GFP_IO) || !folio_test_swapbacked(folio) ||
+	    mem_cgroup_get_nr_swap_pages(folio_memcg(folio)) <
+	    folio_nr_pages(folio))
+		return false;
+	count_vm_events(PGDEMOTE_FENCE_SKIP, folio_nr_pages(folio));
+	return true;
+}
+
+/*
+ * migrate_pages(2) onto fenced node @nid: put the page cache in @folios
+ * back where it was.  Return: folios put back.
+ */
+long node_fence_putback_refused(int nid, struct list_head *folios)
 {
 	struct folio *folio, *next;
-	struct node_fence *nf;
-	bool open;
+	LIST_HEAD(refused);
+	long nr = 0;
 
-	if (nid == NUMA_NO_NODE || !node_write_fenced(nid))
-		return;
-	nf = node_fence_of(nid);
-	/*
-	 * Closed, the node sends its anon to swap instead; with no swap
-	 * free that would turn a write-back loop into an OOM: stay open.
-	 */
-	open = !nf || node_fence_open(nf) || get_nr_swap_pages() <= 0;
+	if (!node_write_fenced(nid))
+		return 0;
 	list_for_each_entry_safe(folio, next, folios, lru) {
-		if (folio_test_anon(folio) && open)
-			continue;
-		list_move_tail(&folio->lru, kept);
 		if (folio_test_anon(folio))
-			count_vm_events(PGDEMOTE_FENCE_SKIP,
-					folio_nr_pages(folio));
+			continue;
+		list_move_tail(&folio->lru, &refused);
+		nr++;
 	}
+	putback_movable_pages(&refused);
+	return nr;
 }
 
 /* Demotion moved @nr pages to fenced node @nid (or to its lower tier). */

@@ -599,6 +599,7 @@ TEST_F_TIMEOUT(pf, demotion, 300)
 	const size_t len = 16 * MB;
 	long npages = len / PAGE, on, faults;
 	long long cow, skip;
+	int i, writes = 1;
 	char *p;
 
 	if (!CLAIM(CAP_RECLAIM | CAP_DEMOTION, ADIST_SLOW))
@@ -628,17 +629,22 @@ TEST_F_TIMEOUT(pf, demotion, 300)
 	EXPECT_TRUE(intact_after(p, len, 1));
 
 	/*
-	 * Everything demoted came straight back: once the window ends, the
-	 * next round skips the node, sending the anon to swap instead (the
-	 * node stays open while there is no swap to take it).
+	 * Demote and write back until a window of the loop breaker sees
+	 * both: then the next round keeps the anon back and swaps it
+	 * instead (with no swap the node would stay open).
 	 */
 	ASSERT_EQ(0, nu_swap_on(&self->sw, "/tmp", 64));
 	self->swapped = true;
-	sleep(1);
 	skip = nu_vmstat("pgdemote_fence_skip");
+	for (i = 0; i < 4 && nu_vmstat("pgdemote_fence_skip") == skip; i++) {
+		nu_cg_write(self->cg, "memory.reclaim", len);
+		write_pages(p, len);
+		writes++;
+		sleep(1);
+	}
 	nu_cg_write(self->cg, "memory.reclaim", len);
 	EXPECT_EQ(variant->fence, nu_vmstat("pgdemote_fence_skip") > skip);
-	EXPECT_TRUE(intact_after(p, len, 1));
+	EXPECT_TRUE(intact_after(p, len, writes));
 	munmap(p, len);
 }
 
