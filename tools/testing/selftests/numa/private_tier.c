@@ -140,6 +140,25 @@ static bool claim(struct __test_metadata *_metadata, int nid, bool fence,
 	(self->claimed = claim(_metadata, self->nid, variant->fence,	\
 			       caps, adist))
 
+static char *anon_moved(int nid, size_t len, int flags);
+
+/* Claim the node with no extra caps and move LEN of anon onto it. */
+static char *claim_moved(struct __test_metadata *_metadata, int nid,
+			 bool fence, bool *claimed)
+{
+	char *p;
+
+	*claimed = claim(_metadata, nid, fence, 0, 0);
+	if (!*claimed)
+		return NULL;
+	p = anon_moved(nid, LEN, 0);
+	ASSERT_NE(NULL, p);
+	return p;
+}
+
+#define CLAIM_MOVED()							\
+	claim_moved(_metadata, self->nid, variant->fence, &self->claimed)
+
 static long minflt(void)
 {
 	struct rusage ru;
@@ -239,10 +258,9 @@ TEST_F(pf, anon_write)
 	long cow = nu_vmstat("pgfence_cow");
 	char *p;
 
-	if (!CLAIM(0, 0))
+	p = CLAIM_MOVED();
+	if (!p)
 		return;
-	p = anon_moved(self->nid, LEN, 0);
-	ASSERT_NE(NULL, p);
 	/* Reads are served in place, fenced or not. */
 	EXPECT_EQ(0, read_pages(p, LEN));
 	EXPECT_EQ(NPAGES, nu_pages_on(p, LEN, self->nid));
@@ -285,10 +303,9 @@ TEST_F(pf, mprotect)
 {
 	char *p;
 
-	if (!CLAIM(0, 0))
+	p = CLAIM_MOVED();
+	if (!p)
 		return;
-	p = anon_moved(self->nid, LEN, 0);
-	ASSERT_NE(NULL, p);
 	ASSERT_EQ(0, mprotect(p, LEN, PROT_READ));
 	ASSERT_EQ(0, mprotect(p, LEN, PROT_READ | PROT_WRITE));
 	expect_written(_metadata, variant->fence, p, LEN, self->nid,
@@ -373,10 +390,9 @@ TEST_F(pf, proc_mem)
 	long faults;
 	char *p;
 
-	if (!CLAIM(0, 0))
+	p = CLAIM_MOVED();
+	if (!p)
 		return;
-	p = anon_moved(self->nid, LEN, 0);
-	ASSERT_NE(NULL, p);
 	ASSERT_EQ(0, mprotect(p, LEN, PROT_READ));
 	faults = proc_mem_write(p, LEN);
 	ASSERT_GE(faults, 0);
@@ -395,10 +411,9 @@ TEST_F(pf, vm_writev)
 	char *p;
 	size_t i;
 
-	if (!CLAIM(0, 0))
+	p = CLAIM_MOVED();
+	if (!p)
 		return;
-	p = anon_moved(self->nid, LEN, 0);
-	ASSERT_NE(NULL, p);
 	/* First half by process_vm_writev(), second by read() from a pipe. */
 	for (i = 0; i < LEN / 2; i += PAGE) {
 		buf[0] = ~p[i + 8];
@@ -429,10 +444,9 @@ TEST_F(pf, fork)
 	pid_t pid;
 	char *p;
 
-	if (!CLAIM(0, 0))
+	p = CLAIM_MOVED();
+	if (!p)
 		return;
-	p = anon_moved(self->nid, LEN, 0);
-	ASSERT_NE(NULL, p);
 	pid = fork();
 	ASSERT_GE(pid, 0);
 	if (!pid) {

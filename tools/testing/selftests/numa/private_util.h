@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "../kselftest.h"
+
 #define NPT		"/sys/kernel/debug/node_private_test/"
 #define NODE_SYS	"/sys/devices/system/node/"
 #define CAP_RECLAIM	0x1
@@ -22,8 +24,7 @@
 #define MB		(1024UL * 1024)
 
 /* Write a formatted line to a provider file: 0 or -errno. */
-int npt_write(const char *file, const char *fmt, ...)
-	__attribute__((__format__(printf, 2, 3)));
+__printf(2, 3) int npt_write(const char *file, const char *fmt, ...);
 int npt_read(const char *file, char *buf, size_t len);
 /* Carved nodes from the provider's "ranges"; @free_only skips claimed. */
 int carved_nodes(int *nids, int max, bool free_only);
