@@ -1002,7 +1002,7 @@ static int nu_mkswap(int fd, unsigned long pages)
 }
 
 /* Attach @fd to a free loop device, named in @dev: its fd, or -errno. */
-static int nu_loop_attach(int fd, char *dev, size_t len)
+int nu_loop_attach(int fd, char *dev, size_t len)
 {
 	int ctl = open("/dev/loop-control", O_RDWR), n, lfd;
 
@@ -1024,13 +1024,59 @@ static int nu_loop_attach(int fd, char *dev, size_t len)
 	return lfd;
 }
 
-int nu_swap_on(struct nu_swap *sw, const char *dir, int mb)
+#define NU_ZRAM_CTL	"/sys/class/zram-control/"
+
+/* Reset and remove the zram device in sw->dev: 0 or -errno. */
+static int nu_zram_off(struct nu_swap *sw)
+{
+	const char *id = sw->dev + strlen("/dev/zram");
+	char path[64];
+	int ret;
+
+	snprintf(path, sizeof(path), "/sys/block/zram%s/reset", id);
+	ret = nu_write_str(path, "1");
+	if (!ret)
+		ret = nu_write_str(NU_ZRAM_CTL "hot_remove", id);
+	return ret;
+}
+
+/*
+ * A new zram device of @mb MiB with a swap header, in sw->dev: 0, or
+ * -errno with nothing left behind.
+ */
+static int nu_zram_on(struct nu_swap *sw, int mb)
+{
+	unsigned long pages = ((unsigned long)mb << 20) / sysconf(_SC_PAGESIZE);
+	char path[64], id[16], size[24];
+	int fd, ret;
+
+	if (nu_read_str(NU_ZRAM_CTL "hot_add", id, sizeof(id)) <= 0)
+		return -ENODEV;
+	snprintf(sw->dev, sizeof(sw->dev), "/dev/zram%s", id);
+	snprintf(path, sizeof(path), "/sys/block/zram%s/disksize", id);
+	snprintf(size, sizeof(size), "%dM", mb);
+	ret = nu_write_str(path, size);
+	fd = ret ? -1 : open(sw->dev, O_RDWR);
+	if (!ret && fd < 0)
+		ret = -errno;
+	if (fd >= 0) {
+		ret = nu_mkswap(fd, pages);
+		close(fd);
+	}
+	if (ret) {
+		nu_zram_off(sw);
+		sw->dev[0] = '\0';
+	}
+	return ret;
+}
+
+/* A loop device over a file of @mb MiB under @dir, with a swap header. */
+static int nu_loop_swap(struct nu_swap *sw, const char *dir, int mb)
 {
 	unsigned long pages = ((unsigned long)mb << 20) / sysconf(_SC_PAGESIZE);
 	int fd, lfd, ret;
 
 	snprintf(sw->file, sizeof(sw->file), "%s/nu_swap.%d", dir, getpid());
-	sw->dev[0] = '\0';
 	fd = open(sw->file, O_RDWR | O_CREAT | O_TRUNC, 0600);
 	if (fd < 0)
 		return -errno;
@@ -1039,9 +1085,25 @@ int nu_swap_on(struct nu_swap *sw, const char *dir, int mb)
 	close(fd);
 	if (lfd < 0) {
 		unlink(sw->file);
+		sw->file[0] = '\0';
 		return lfd;
 	}
 	close(lfd);
+	return 0;
+}
+
+static int nu_swap_on_dev(struct nu_swap *sw, const char *dir, int mb,
+			  bool zram)
+{
+	int ret;
+
+	sw->file[0] = '\0';
+	sw->dev[0] = '\0';
+	if (!zram || nu_zram_on(sw, mb)) {
+		ret = nu_loop_swap(sw, dir, mb);
+		if (ret)
+			return ret;
+	}
 	if (swapon(sw->dev, 0)) {
 		ret = -errno;
 		nu_swap_off(sw);
@@ -1050,13 +1112,26 @@ int nu_swap_on(struct nu_swap *sw, const char *dir, int mb)
 	return 0;
 }
 
+int nu_swap_on(struct nu_swap *sw, const char *dir, int mb)
+{
+	return nu_swap_on_dev(sw, dir, mb, true);
+}
+
+int nu_swap_on_file(struct nu_swap *sw, const char *dir, int mb)
+{
+	return nu_swap_on_dev(sw, dir, mb, false);
+}
+
 int nu_swap_off(struct nu_swap *sw)
 {
 	int ret = 0, lfd;
 
-	if (sw->dev[0]) {
-		if (swapoff(sw->dev) && errno != EINVAL)
-			ret = -errno;
+	if (sw->dev[0] && swapoff(sw->dev) && errno != EINVAL)
+		ret = -errno;
+	if (!strncmp(sw->dev, "/dev/zram", 9)) {
+		lfd = nu_zram_off(sw);
+		ret = ret ?: lfd;
+	} else if (sw->dev[0]) {
 		lfd = open(sw->dev, O_RDWR);
 		if (lfd >= 0) {
 			if (ioctl(lfd, LOOP_CLR_FD) && !ret)
@@ -1064,8 +1139,10 @@ int nu_swap_off(struct nu_swap *sw)
 			close(lfd);
 		}
 	}
-	if (unlink(sw->file) && !ret)
+	if (sw->file[0] && unlink(sw->file) && !ret)
 		ret = -errno;
+	sw->file[0] = '\0';
+	sw->dev[0] = '\0';
 	return ret;
 }
 

@@ -162,14 +162,29 @@ bool nu_dax_kmem_bound(const char *dev);
 /* @op "bind" or "unbind" @dev to or from kmem: 0 or -errno. */
 int nu_dax_kmem(const char *op, const char *dev);
 
-/* Swap space for reclaim tests: a loop device over a file. */
+/*
+ * Swap space for reclaim tests: a new zram device where the kernel has
+ * zram, else a loop device over a file (which can deadlock reclaim when
+ * the file is on tmpfs and memory runs short: keep it small there).
+ */
 struct nu_swap {
-	char file[64];		/* the backing file */
-	char dev[32];		/* its loop device, swapped on */
+	char file[64];		/* the backing file ("" for zram) */
+	char dev[32];		/* the device swapped on */
 };
-/* @mb MiB of swap in a file under @dir: 0, or -errno (nothing left). */
+
+/*
+ * A free loop device over @fd, its path in @dev: the device's open fd
+ * (detach with LOOP_CLR_FD), or -errno.
+ */
+int nu_loop_attach(int fd, char *dev, size_t len);
+/* @mb MiB of swap (zram, else a file under @dir): 0, or -errno. */
 int nu_swap_on(struct nu_swap *sw, const char *dir, int mb);
-/* Undo nu_swap_on(): swapoff, detach, unlink; first error or 0. */
+/*
+ * The same on a loop file only: zram swaps in synchronously and skips
+ * the swap cache, which a test of the swap cache needs.
+ */
+int nu_swap_on_file(struct nu_swap *sw, const char *dir, int mb);
+/* Undo nu_swap_on(): swapoff, remove the device; first error or 0. */
 int nu_swap_off(struct nu_swap *sw);
 /* Pages of [@p, +@len) swapped out (pagemap bit 62); -1 on error. */
 long nu_pages_swapped(const char *p, size_t len);
