@@ -112,8 +112,6 @@ FIXTURE_SETUP(pn)
 	self->nid = nids[0];
 }
 
-static void balancing_restore(char was[3][16]);
-
 FIXTURE_TEARDOWN(pn)
 {
 	if (self->balancing)
@@ -777,104 +775,13 @@ TEST_F(pn, reclaim_off)
 	munmap(p, RECLAIM_LEN);
 }
 
-#define BALANCING	"/proc/sys/kernel/numa_balancing"
-#define SCAN_DELAY	"/sys/kernel/debug/sched/numa_balancing/scan_delay_ms"
-#define SCAN_MIN	"/sys/kernel/debug/sched/numa_balancing/scan_period_min_ms"
-#define NB_LEN		(1UL << 20)
-
-/*
- * In a new process (its mm is scanned at once), pinned to @cpu, with the
- * default policy: put NB_LEN of anon on @nid with move_pages(2) (how many
- * pages landed there in *@placed), then keep reading it for up to @secs
- * seconds or until NUMA balancing moved every page off @nid.  Returns
- * the pages left on @nid (-1 on error), and through @intact whether the
- * data survived.
- */
-static long balance_off(int nid, int cpu, int secs, long *placed,
-			bool *intact)
-{
-	long left = -1, res[3] = { -1, 0, 0 };
-	int pipefd[2];
-	pid_t pid;
-
-	if (pipe(pipefd))
-		return -1;
-	pid = fork();
-	if (!pid) {
-		char *p = mmap(NULL, NB_LEN, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		double end = nu_now() + secs;
-
-		nu_pin_cpu(cpu);
-		if (p != MAP_FAILED) {
-			nu_fill(p, NB_LEN, 0xba1);
-			move_all(p, NB_LEN, nid);
-			res[0] = res[2] = nu_pages_on(p, NB_LEN, nid);
-			while (res[0] > 0 && nu_now() < end) {
-				nu_read_pages(p, NB_LEN);
-				res[0] = nu_pages_on(p, NB_LEN, nid);
-			}
-			res[1] = nu_intact(p, NB_LEN, 0xba1);
-		}
-		if (write(pipefd[1], res, sizeof(res)) != sizeof(res))
-			_exit(1);
-		_exit(0);
-	}
-	close(pipefd[1]);
-	if (read(pipefd[0], res, sizeof(res)) == sizeof(res)) {
-		left = res[0];
-		*intact = res[1];
-		*placed = res[2];
-	}
-	close(pipefd[0]);
-	waitpid(pid, NULL, 0);
-	return left;
-}
-
-/*
- * NUMA balancing on, scanning a new mm at once: NULL, or a SKIP reason.
- * The old settings go to @was; the fixture's teardown restores them
- * once *@saved is set, however the test ends.
- */
-static const char *balancing_on(char was[3][16], bool *saved)
-{
-	if (nu_read_str(BALANCING, was[0], 16) <= 0 ||
-	    nu_read_str(SCAN_DELAY, was[1], 16) <= 0 ||
-	    nu_read_str(SCAN_MIN, was[2], 16) <= 0)
-		return "no NUMA balancing or no sched debugfs";
-	*saved = true;
-	if (nu_write_str(BALANCING, "1") || nu_write_str(SCAN_DELAY, "0") ||
-	    nu_write_str(SCAN_MIN, "10"))
-		return "cannot switch NUMA balancing on";
-	return NULL;
-}
-
-static void balancing_restore(char was[3][16])
-{
-	nu_write_str(SCAN_MIN, was[2]);
-	nu_write_str(SCAN_DELAY, was[1]);
-	nu_write_str(BALANCING, was[0]);
-}
-
-/* The first CPU of node 0 (where the pages should go). */
-static int node0_cpu(void)
-{
-	struct nu_topo topo;
-	struct nu_node *n;
-
-	if (nu_topo_read(&topo))
-		return -1;
-	n = nu_node_by_id(&topo, 0);
-	return n && n->nr_cpus ? n->cpus[0] : -1;
-}
-
 /*
  * Without the cap every page stays on the node for 20 s of touching;
  * then, claimed again with it, every page leaves within 90 s.
  */
 TEST_F_TIMEOUT(pn, numa_balancing, 300)
 {
-	const char *why = balancing_on(self->was_nb, &self->balancing);
+	const char *why = balancing_on(self->was_nb, &self->balancing, "1");
 	int cpu = node0_cpu();
 	long placed = 0, left;
 	bool intact = false;

@@ -17,8 +17,11 @@
  *   migrate_knobs   the same through range unmap, ROCM, deferred flush
  *   mprotect        PROT_READ then PROT_READ|PROT_WRITE gives no write back
  *   thp             a write to a fenced THP copies one page, not the THP
+ *   collapse        MADV_COLLAPSE leaves the node's pages alone
+ *   uffd_wp         resolving userfaultfd write protection gives no write
  *   proc_mem        FOLL_FORCE write through /proc/self/mem, PROT_READ
  *   vm_writev       process_vm_writev(), and read() into the page
+ *   odirect         an O_DIRECT read into the range (GUP, FOLL_WRITE)
  *   fork            after the child's COW, the parent's reuse is refused
  *   swapcache       a folio faulted back from the swap cache stays fenced
  *   file_refused    page cache never moves onto a fenced node
@@ -27,8 +30,11 @@
  *                   in a cgroup); written back, it leaves a fenced node,
  *                   and the loop breaker stops the next demotion
  *   demotion_off    without DEMOTION the node is in no tier, gets nothing
- *   race            writers, mprotect, fork and move_pages() together:
- *                   no lost write, and the fence still holds after
+ *   promotion       numa_balancing=2 promotes the node's pages to node 0
+ *   promotion_off   not without NUMA_BALANCING
+ *   race            writers, mprotect, fork, move_pages(), MADV_PAGEOUT
+ *                   and NUMA balancing together: no lost write, and the
+ *                   fence still holds after
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -40,9 +46,13 @@
 #include <string.h>
 #include <unistd.h>
 #include <dirent.h>
+#include <linux/loop.h>
 #include <linux/mempolicy.h>
+#include <linux/userfaultfd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 
@@ -65,6 +75,8 @@ FIXTURE(pf) {
 	char cg[128];
 	char was_demote[16];
 	char was_knob[4][16];	/* migration knobs a test switched on */
+	char was_nb[3][16];	/* NUMA balancing settings, if balancing */
+	bool balancing;
 };
 
 FIXTURE_VARIANT(pf) {
@@ -87,6 +99,7 @@ FIXTURE_SETUP(pf)
 	self->swapped = false;
 	self->cg[0] = '\0';
 	self->was_demote[0] = '\0';
+	self->balancing = false;
 	memset(self->was_knob, 0, sizeof(self->was_knob));
 	if (access(NPT "claim", W_OK))
 		SKIP(return, "no node_private_test provider (CONFIG_NUMA_PRIVATE_NODES_TEST)");
@@ -107,6 +120,8 @@ FIXTURE_TEARDOWN(pf)
 	for (i = 0; i < 4; i++)
 		if (self->was_knob[i][0])
 			nu_write_str(knobs[i], self->was_knob[i]);
+	if (self->balancing)
+		balancing_restore(self->was_nb);
 	if (self->cg[0])
 		nu_cg_remove(self->cg);
 	if (self->was_demote[0])
@@ -364,6 +379,127 @@ TEST_F(pf, thp)
 	munmap(p, len);
 }
 
+/* A 2 MiB-aligned range of small pages (MADV_NOHUGEPAGE), or NULL. */
+static char *small_range(size_t len)
+{
+	char *raw = mmap(NULL, 2 * len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *p;
+
+	if (raw == MAP_FAILED)
+		return NULL;
+	p = (char *)(((unsigned long)raw + len - 1) & ~(len - 1));
+	if (madvise(p, len, MADV_NOHUGEPAGE)) {
+		munmap(raw, 2 * len);
+		return NULL;
+	}
+	nu_fill(p, len, SEED);
+	return p;
+}
+
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE	25
+#endif
+
+/* MADV_COLLAPSE: did AnonHugePages grow by a THP? */
+static bool collapsed(char *p, size_t len)
+{
+	long before = nu_anon_huge_kb();
+
+	madvise(p, len, MADV_HUGEPAGE);
+	madvise(p, len, MADV_COLLAPSE);
+	return nu_anon_huge_kb() - before >= (long)(len >> 10);
+}
+
+/*
+ * khugepaged and MADV_COLLAPSE never copy a private node's pages into a
+ * new THP (which would be mapped writable), fence or not.
+ */
+TEST_F(pf, collapse)
+{
+	const size_t len = 2 * MB;
+	long n = len / PAGE;
+	char *p, *q;
+
+	if (!CLAIM(CAP_RECLAIM, 0))
+		return;
+	q = small_range(len);
+	ASSERT_NE(NULL, q);
+	if (!collapsed(q, len))
+		SKIP(return, "MADV_COLLAPSE does not collapse on node 0 here");
+	p = small_range(len);
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(self->nid, move_all(p, len, self->nid));
+	ASSERT_EQ(n, nu_pages_on(p, len, self->nid));
+	EXPECT_FALSE(collapsed(p, len));
+	EXPECT_EQ(n, nu_pages_on(p, len, self->nid));
+	expect_written(_metadata, variant->fence, p, len, self->nid,
+		       write_pages(p, len));
+	EXPECT_TRUE(intact_after(p, len, 1));
+	munmap(q, len);
+	munmap(p, len);
+}
+
+/* A userfaultfd: its fd, or -EOPNOTSUPP (none in this kernel) */
+static int uffd_open(void)
+{
+	int fd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+
+	return fd < 0 ? -EOPNOTSUPP : fd;
+}
+
+/*
+ * Write-protect [p, +len) with userfaultfd, resolve it and unregister:
+ * both ask change_protection() to make the PTEs writable where it may.
+ * 0, or -errno.
+ */
+static int uffd_wp_cycle(char *p, size_t len)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = {
+		.range = { (unsigned long)p, len },
+		.mode = UFFDIO_REGISTER_MODE_WP,
+	};
+	struct uffdio_writeprotect wp = {
+		.range = { (unsigned long)p, len },
+		.mode = UFFDIO_WRITEPROTECT_MODE_WP,
+	};
+	int fd = uffd_open();
+	int ret = 0;
+
+	if (fd < 0)
+		return fd;
+	if (ioctl(fd, UFFDIO_API, &api) || ioctl(fd, UFFDIO_REGISTER, &reg) ||
+	    ioctl(fd, UFFDIO_WRITEPROTECT, &wp))
+		ret = -errno;
+	wp.mode = 0;
+	if (!ret && ioctl(fd, UFFDIO_WRITEPROTECT, &wp))
+		ret = -errno;
+	if (!ret && ioctl(fd, UFFDIO_UNREGISTER, &reg.range))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+TEST_F(pf, uffd_wp)
+{
+	int ret;
+	char *p;
+
+	p = CLAIM_MOVED();
+	if (!p)
+		return;
+	ret = uffd_wp_cycle(p, LEN);
+	if (ret == -EOPNOTSUPP || ret == -EINVAL)
+		SKIP(return, "no userfaultfd write protection (%s)",
+		     strerror(-ret));
+	ASSERT_EQ(0, ret);
+	expect_written(_metadata, variant->fence, p, LEN, self->nid,
+		       write_pages(p, LEN));
+	EXPECT_TRUE(intact_after(p, LEN, 1));
+	munmap(p, LEN);
+}
+
 /* pwrite() to /proc/self/mem: a FOLL_FORCE write, even to PROT_READ. */
 static long proc_mem_write(char *p, size_t len)
 {
@@ -438,6 +574,66 @@ TEST_F(pf, vm_writev)
 	munmap(p, LEN);
 }
 
+/*
+ * An O_DIRECT read of @len bytes from a loop device over a file filled
+ * with @seed into @p: the block layer pins @p with FOLL_WRITE and the
+ * loop worker stores into the pinned pages.  0, or -errno.
+ */
+static int odirect_read(char *p, size_t len, unsigned int seed)
+{
+	char file[] = "/tmp/private_tier.XXXXXX", dev[32];
+	char *buf = malloc(len);
+	int fd = mkstemp(file), lfd = -1, dfd = -1, ret = 0;
+
+	if (fd < 0 || !buf) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	nu_fill(buf, len, seed);
+	if (write(fd, buf, len) != (ssize_t)len) {
+		ret = -EIO;
+		goto out;
+	}
+	lfd = nu_loop_attach(fd, dev, sizeof(dev));
+	if (lfd < 0) {
+		ret = lfd;
+		goto out;
+	}
+	dfd = open(dev, O_RDONLY | O_DIRECT);
+	if (dfd < 0 || pread(dfd, p, len, 0) != (ssize_t)len)
+		ret = -errno ?: -EIO;
+	if (dfd >= 0)
+		close(dfd);
+	ioctl(lfd, LOOP_CLR_FD);
+	close(lfd);
+out:
+	if (fd >= 0) {
+		close(fd);
+		unlink(file);
+	}
+	free(buf);
+	return ret;
+}
+
+TEST_F(pf, odirect)
+{
+	int ret;
+	char *p;
+
+	p = CLAIM_MOVED();
+	if (!p)
+		return;
+	ret = odirect_read(p, LEN, SEED + 1);
+	if (ret == -ENOENT || ret == -ENODEV)
+		SKIP(return, "no loop device (%s)", strerror(-ret));
+	ASSERT_EQ(0, ret);
+	EXPECT_TRUE(nu_intact(p, LEN, SEED + 1));
+	/* GUP faulted the pages, not us: placement says it. */
+	EXPECT_EQ(variant->fence ? 0 : NPAGES,
+		  nu_pages_on(p, LEN, self->nid));
+	munmap(p, LEN);
+}
+
 TEST_F(pf, fork)
 {
 	int status;
@@ -477,8 +673,8 @@ TEST_F(pf, swapcache)
 
 	if (!CLAIM(CAP_RECLAIM, 0))
 		return;
-	if (nu_swap_on(&self->sw, "/tmp", 64))
-		SKIP(return, "cannot set up swap");
+	if (nu_swap_on_file(&self->sw, "/tmp", 64))
+		SKIP(return, "cannot set up swap on a loop file");
 	self->swapped = true;
 	p = anon_moved(self->nid, LEN, 0);
 	ASSERT_NE(NULL, p);
@@ -678,6 +874,54 @@ TEST_F_TIMEOUT(pf, demotion_off, 300)
 	munmap(p, len);
 }
 
+/*
+ * Memory tiering mode: a task on node 0 reading pages that sit on the
+ * node (a tier below node 0) gets them promoted there, with the cap; for
+ * 20 s without it they stay.  @nb_cap: claim with NUMA_BALANCING.
+ */
+static void promote(struct __test_metadata *_metadata,
+		    FIXTURE_DATA(pf) *self, bool fence, bool nb_cap)
+{
+	long long prom = nu_vmstat("pgpromote_success");
+	long placed = 0, left;
+	bool intact = false;
+	const char *why;
+	int cpu = node0_cpu();
+
+	self->claimed = claim(_metadata, self->nid, fence, CAP_RECLAIM |
+			      CAP_DEMOTION | (nb_cap ? CAP_NUMA_BALANCING : 0),
+			      ADIST_SLOW);
+	if (!self->claimed)
+		return;
+	ASSERT_GT(tier_of(self->nid), tier_of(0));
+	why = balancing_on(self->was_nb, &self->balancing, "2");
+	if (why || cpu < 0)
+		SKIP(return, "%s", why ?: "node 0 has no CPU");
+	left = balance_off(self->nid, cpu, nb_cap ? 90 : 20, &placed, &intact);
+	ASSERT_LT(0, placed) TH_LOG("move_pages placed nothing on the node");
+	EXPECT_TRUE(intact);
+	prom = nu_vmstat("pgpromote_success") - prom;
+	TH_LOG("%ld of %ld pages left on node %d, %lld promoted", left,
+	       placed, self->nid, prom);
+	if (nb_cap) {
+		/* Hint faults' promotions, give or take a page */
+		EXPECT_EQ(0, left);
+		EXPECT_GE(prom, placed - placed / 16);
+	} else {
+		EXPECT_EQ(placed, left);
+	}
+}
+
+TEST_F_TIMEOUT(pf, promotion, 300)
+{
+	promote(_metadata, self, variant->fence, true);
+}
+
+TEST_F_TIMEOUT(pf, promotion_off, 300)
+{
+	promote(_metadata, self, variant->fence, false);
+}
+
 /* The race: what each thread needs. */
 struct pf_race {
 	char *p;
@@ -742,6 +986,21 @@ static void *race_mprotect(void *arg)
 	return NULL;
 }
 
+/* Reclaim: page out a random 16-page chunk, then a pause. */
+static void *race_pager(void *arg)
+{
+	struct pf_race *r = arg;
+	unsigned int seed = 2;
+
+	while (!__atomic_load_n(&r->stop, __ATOMIC_RELAXED)) {
+		size_t off = (rand_r(&seed) % (RACE_LEN / PAGE / 16)) * 16 * PAGE;
+
+		madvise(r->p + off, 16 * PAGE, MADV_PAGEOUT);
+		usleep(500);
+	}
+	return NULL;
+}
+
 static void *race_forker(void *arg)
 {
 	struct pf_race *r = arg;
@@ -758,17 +1017,27 @@ static void *race_forker(void *arg)
 	return NULL;
 }
 
+#define RACE_THREADS	4
+
 TEST_F_TIMEOUT(pf, race, 120)
 {
-	void *(*fns[])(void *) = { race_mover, race_mprotect, race_forker };
-	pthread_t th[RACE_WRITERS + 3];
+	void *(*fns[RACE_THREADS])(void *) = {
+		race_mover, race_mprotect, race_forker, race_pager,
+	};
+	pthread_t th[RACE_WRITERS + RACE_THREADS];
 	struct pf_writer w[RACE_WRITERS];
 	struct pf_race r = { 0 };
+	const char *why;
 	long on, faults;
 	int i;
 
-	if (!CLAIM(0, 0))
+	if (!CLAIM(CAP_RECLAIM | CAP_NUMA_BALANCING, 0))
 		return;
+	ASSERT_EQ(0, nu_swap_on(&self->sw, "/tmp", 64));
+	self->swapped = true;
+	why = balancing_on(self->was_nb, &self->balancing, "1");
+	if (why)
+		TH_LOG("racing without NUMA balancing: %s", why);
 	r.nid = self->nid;
 	r.p = anon_moved(self->nid, RACE_LEN, 0);
 	ASSERT_NE(NULL, r.p);
@@ -779,14 +1048,20 @@ TEST_F_TIMEOUT(pf, race, 120)
 		w[i].idx = i;
 		ASSERT_EQ(0, pthread_create(&th[i], NULL, race_writer, &w[i]));
 	}
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < RACE_THREADS; i++)
 		ASSERT_EQ(0, pthread_create(&th[RACE_WRITERS + i], NULL,
 					    fns[i], &r));
 	sleep(10);
 	__atomic_store_n(&r.stop, 1, __ATOMIC_RELAXED);
-	for (i = 0; i < RACE_WRITERS + 3; i++)
+	for (i = 0; i < RACE_WRITERS + RACE_THREADS; i++)
 		pthread_join(th[i], NULL);
 	EXPECT_EQ(0, r.lost);
+	if (self->balancing) {
+		balancing_restore(self->was_nb);
+		self->balancing = false;
+	}
+	/* Swap back in what the pager left out, so that it can move */
+	nu_read_pages(r.p, RACE_LEN);
 
 	/*
 	 * The state the race left (anon-exclusive bits, swap entries, split

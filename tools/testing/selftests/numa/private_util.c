@@ -6,7 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <linux/mempolicy.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 
 #include "numa_util.h"
 #include "private_util.h"
@@ -81,4 +84,76 @@ int move_all(char *p, size_t len, int nid)
 	free(nodes);
 	free(status);
 	return st;
+}
+
+long balance_off(int nid, int cpu, int secs, long *placed, bool *intact)
+{
+	long left = -1, res[3] = { -1, 0, 0 };
+	int pipefd[2];
+	pid_t pid;
+
+	if (pipe(pipefd))
+		return -1;
+	pid = fork();
+	if (!pid) {
+		char *p = mmap(NULL, NB_LEN, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		double end = nu_now() + secs;
+
+		nu_pin_cpu(cpu);
+		if (p != MAP_FAILED) {
+			nu_fill(p, NB_LEN, 0xba1);
+			move_all(p, NB_LEN, nid);
+			res[2] = nu_pages_on(p, NB_LEN, nid);
+			res[0] = res[2];
+			while (res[0] > 0 && nu_now() < end) {
+				nu_read_pages(p, NB_LEN);
+				res[0] = nu_pages_on(p, NB_LEN, nid);
+			}
+			res[1] = nu_intact(p, NB_LEN, 0xba1);
+		}
+		if (write(pipefd[1], res, sizeof(res)) != sizeof(res))
+			_exit(1);
+		_exit(0);
+	}
+	close(pipefd[1]);
+	if (read(pipefd[0], res, sizeof(res)) == sizeof(res)) {
+		left = res[0];
+		*intact = res[1];
+		*placed = res[2];
+	}
+	close(pipefd[0]);
+	waitpid(pid, NULL, 0);
+	return left;
+}
+
+const char *balancing_on(char was[3][16], bool *saved, const char *mode)
+{
+	if (nu_read_str(BALANCING, was[0], 16) <= 0 ||
+	    nu_read_str(SCAN_DELAY, was[1], 16) <= 0 ||
+	    nu_read_str(SCAN_MIN, was[2], 16) <= 0)
+		return "no NUMA balancing or no sched debugfs";
+	*saved = true;
+	if (nu_write_str(BALANCING, mode) || nu_write_str(SCAN_DELAY, "0") ||
+	    nu_write_str(SCAN_MIN, "10"))
+		return "cannot switch NUMA balancing on";
+	return NULL;
+}
+
+void balancing_restore(char was[3][16])
+{
+	nu_write_str(SCAN_MIN, was[2]);
+	nu_write_str(SCAN_DELAY, was[1]);
+	nu_write_str(BALANCING, was[0]);
+}
+
+int node0_cpu(void)
+{
+	struct nu_topo topo;
+	struct nu_node *n;
+
+	if (nu_topo_read(&topo))
+		return -1;
+	n = nu_node_by_id(&topo, 0);
+	return n && n->nr_cpus ? n->cpus[0] : -1;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Helpers of the private-node selftests: the node_private_test provider's
- * debugfs files, the node's caps, and moving a range onto a node.
+ * debugfs files, the node's caps, moving a range onto a node, and NUMA
+ * balancing pulling it off again.
  */
 #ifndef __SELFTESTS_NUMA_PRIVATE_UTIL_H
 #define __SELFTESTS_NUMA_PRIVATE_UTIL_H
@@ -22,6 +23,10 @@
 #define POLICY_WRITE_FENCE	(1UL << 63)
 #define PAGE		4096UL
 #define MB		(1024UL * 1024)
+#define BALANCING	"/proc/sys/kernel/numa_balancing"
+#define SCAN_DELAY	"/sys/kernel/debug/sched/numa_balancing/scan_delay_ms"
+#define SCAN_MIN	"/sys/kernel/debug/sched/numa_balancing/scan_period_min_ms"
+#define NB_LEN		(1UL << 20)
 
 /* Write a formatted line to a provider file: 0 or -errno. */
 __printf(2, 3) int npt_write(const char *file, const char *fmt, ...);
@@ -32,5 +37,25 @@ int carved_nodes(int *nids, int max, bool free_only);
 long long meminfo_kb(int nid, const char *key);
 /* move_pages every page of [p, p+len) to @nid; status of the first page. */
 int move_all(char *p, size_t len, int nid);
+
+/*
+ * NUMA balancing in @mode ("1": NUMA, "2": memory tiering), scanning a
+ * new mm at once: NULL, or a SKIP reason.  The old settings go to @was;
+ * the caller restores them with balancing_restore() once *@saved is set,
+ * however the test ends.
+ */
+const char *balancing_on(char was[3][16], bool *saved, const char *mode);
+void balancing_restore(char was[3][16]);
+/* The first CPU of node 0 (where balanced pages should go); -1: none. */
+int node0_cpu(void);
+/*
+ * In a new process (its mm is scanned at once), pinned to @cpu, with the
+ * default policy: put NB_LEN of anon on @nid with move_pages(2) (how many
+ * pages landed there in *@placed), then keep reading it for up to @secs
+ * seconds or until NUMA balancing moved every page off @nid.  Returns
+ * the pages left on @nid (-1 on error), and through @intact whether the
+ * data survived.
+ */
+long balance_off(int nid, int cpu, int secs, long *placed, bool *intact);
 
 #endif /* __SELFTESTS_NUMA_PRIVATE_UTIL_H */
