@@ -17,12 +17,10 @@
  * unbound, the attributes are set, kmem is bound again, the blocks are
  * onlined movable, caches are dropped and the system settles for 5 s.
  * Throughout: numa_balancing=2 (memory tiering), demotion_enabled=1 and
- * -s MiB of swap on a loop file in /tmp (the bench kernel has no zram),
- * none by default: in a guest whose /tmp is in RAM, swapping to a loop
- * file under this pressure needs memory to free memory, and the loop
- * worker hangs once reclaim really swaps (the fenced setup does, when
- * its loop breaker closes the node).
- *
+ * -s MiB of swap (default 256) on a zram device; a kernel without zram
+ * gets a loop file in /tmp, which in a guest whose /tmp is in RAM needs
+ * memory to free memory and can hang reclaim (use -s 0 there).  -R runs
+ * the configurations that many times, interleaved, and reports medians.
  * The workload is a process of its own per configuration, bound to the
  * first node with CPUs and memory ("node 0") by set_mempolicy(MPOL_BIND |
  * MPOL_F_NUMA_BALANCING): the bench kernel has no cpusets, and with
@@ -52,8 +50,10 @@
  * /proc/vmstat deltas and all numbers cover the -t seconds after it.
  *
  * Output: "# " lines; between "# tier_bench summary" and "# tier_bench
- * end" a table (one row per metric, columns per configuration and the
- * ratios fenced/plain, private/plain) and the goals as PASS/FAIL lines:
+ * end" a table (one row per metric, columns per configuration, each the
+ * median over the rounds, the ratios fenced/plain and private/plain, and
+ * plain_rng: plain's (max - min) / median over the rounds, its noise) and
+ * the goals as PASS/FAIL lines (corruptions and dmesg lines: all runs):
  *   private within 10% of plain on every latency, throughput and vmstat
  *   metric (counter deltas that differ by fewer than 100 events count as
  *   equal); fenced/plain pgfault <= 1.5, pgdemote_direct and allocstall
@@ -102,6 +102,7 @@
 #define DEMOTE		"/sys/kernel/mm/numa/demotion_enabled"
 #define DROP_CACHES	"/proc/sys/vm/drop_caches"
 #define NR_CFG		3
+#define MAX_ROUNDS	9
 #define RES		65536	/* latency samples kept per worker */
 #define MERGED		65536	/* and over all workers */
 #define CDF_PTS		100
@@ -126,12 +127,13 @@ static struct opts {
 	long delay;		/* -d: ns spun between bandwidth chunks */
 	int workers;		/* -n: kv workers; 0: one per CPU of node 0 */
 	int swap_mb;		/* -s: swap, MiB */
+	int rounds;		/* -R: runs of every configuration */
 	const char *csv;	/* -o */
 	const char *cdf;	/* -l */
 	bool want[NR_CFG];	/* -c */
 	bool dry;		/* --dry-run */
-} o = { .secs = 45, .vsize = 4096, .bw = 1, .delay = 1000, .swap_mb = 0,
-	.want = { true, true, true } };
+} o = { .secs = 45, .vsize = 4096, .bw = 1, .delay = 1000, .swap_mb = 256,
+	.rounds = 1, .want = { true, true, true } };
 
 struct cfg {
 	const char *name;
@@ -202,7 +204,7 @@ static struct env {
 	bool swap;
 	int kmsg;		/* /dev/kmsg read from the start; -1 */
 	unsigned long keys;
-	struct result *res;	/* NR_CFG of them, MAP_SHARED */
+	struct result *res;	/* per round and configuration, MAP_SHARED */
 } env = { .nid = -1, .kmsg = -1 };
 
 /* ---- small helpers ---- */
@@ -793,9 +795,14 @@ static int workload(struct result *r)
 }
 
 /* Run the workload for configuration @ci in a child: 0 if it finished. */
-static int run_workload(int ci)
+/* Round @rd's result of configuration @ci. */
+static struct result *res_of(int rd, int ci)
 {
-	struct result *r = &env.res[ci];
+	return &env.res[rd * NR_CFG + ci];
+}
+
+static int run_workload(int ci, struct result *r)
+{
 	double deadline = nu_now() + 900 + 3.0 * o.secs;
 	int st = 0;
 	pid_t pid;
@@ -1107,15 +1114,15 @@ static int prepare(void)
 	}
 	if (topology())
 		return skip("no node with CPUs and memory");
-	env.res = mmap(NULL, NR_CFG * sizeof(*env.res), PROT_READ | PROT_WRITE,
-		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	env.res = mmap(NULL, MAX_ROUNDS * NR_CFG * sizeof(*env.res),
+		       PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (env.res == MAP_FAILED)
 		return 1;
 	uname(&u);
-	ksft_print_msg("env %s home=%d cpus=%d/%d tier=%d(%s) n=%d r=%d d=%ld t=%d swap=%d%s\n",
+	ksft_print_msg("env %s home=%d cpus=%d/%d tier=%d(%s) n=%d r=%d d=%ld t=%d R=%d s=%d%s\n",
 		       u.release, env.pl.home, env.pl.nr_kv, env.pl.nr_mlc,
 		       env.nid, o.dry ? "none" : env.dev, o.workers, o.bw,
-		       o.delay, o.secs, o.dry ? 0 : o.swap_mb,
+		       o.delay, o.secs, o.rounds, o.dry ? 0 : o.swap_mb,
 		       o.dry ? " dry-run" : "");
 	size_store();
 	env.kmsg = open("/dev/kmsg", O_RDONLY | O_NONBLOCK);
@@ -1189,10 +1196,9 @@ static int met_index(const char *name)
 	return -1;
 }
 
-/* The metrics of configuration @ci in mets[], vm_names[] order; NAN: none */
-static void met_values(int ci, double *v)
+/* The metrics of result @r in mets[], vm_names[] order; NAN: none */
+static void met_values(const struct result *r, double *v)
 {
-	const struct result *r = &env.res[ci];
 	double base[NR_BASE] = {
 		r->ops_s, r->mean_ns, r->lat[0][0], r->lat[0][1],
 		r->lat[0][2], r->lat[1][0], r->lat[1][2], r->lat[2][0],
@@ -1213,6 +1219,52 @@ static void met_values(int ci, double *v)
 }
 
 static double vals[NR_CFG][NR_MET];
+/* Plain's rounds: (max - min) / median, the noise any ratio carries */
+static double spread[NR_MET];
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The median of the @n values in @v that are not NAN; NAN if none. */
+static double median(double *v, int n)
+{
+	int i, m = 0;
+
+	for (i = 0; i < n; i++)
+		if (!isnan(v[i]))
+			v[m++] = v[i];
+	if (!m)
+		return NAN;
+	qsort(v, m, sizeof(*v), cmp_double);
+	return m & 1 ? v[m / 2] : (v[m / 2 - 1] + v[m / 2]) / 2;
+}
+
+/* vals[@ci]: each metric's median over the rounds. */
+static void med_values(int ci)
+{
+	double v[MAX_ROUNDS][NR_MET], col[MAX_ROUNDS];
+	unsigned int i;
+	int rd;
+
+	for (rd = 0; rd < o.rounds; rd++)
+		met_values(res_of(rd, ci), v[rd]);
+	for (i = 0; i < NR_MET; i++) {
+		for (rd = 0; rd < o.rounds; rd++)
+			col[rd] = v[rd][i];
+		vals[ci][i] = median(col, o.rounds);
+		/* median() sorted the rounds that count to the front */
+		for (rd = 0; rd < o.rounds && !isnan(col[rd]); rd++)
+			;
+		if (!ci && rd > 1 && vals[ci][i] != 0)
+			spread[i] = (col[rd - 1] - col[0]) / fabs(vals[ci][i]);
+		else if (!ci)
+			spread[i] = NAN;
+	}
+}
 
 static void fmt_val(char *b, size_t len, double v)
 {
@@ -1248,19 +1300,24 @@ static void fmt_ratio(char *b, size_t len, double base, double x)
 
 static void print_table(void)
 {
-	char c[NR_CFG][24], q[2][16];
+	char c[NR_CFG][24], q[2][16], sp[16];
 	unsigned int i;
 	int k;
 
-	ksft_print_msg("%-20s %12s %12s %12s %10s %10s\n", "metric",
-		       "plain", "fenced", "private", "fen/plain", "priv/plain");
+	ksft_print_msg("%-20s %12s %12s %12s %10s %10s %10s\n", "metric",
+		       "plain", "fenced", "private", "fen/plain", "priv/plain",
+		       "plain_rng");
 	for (i = 0; i < NR_MET; i++) {
 		for (k = 0; k < NR_CFG; k++)
 			fmt_val(c[k], sizeof(c[k]), vals[k][i]);
 		fmt_ratio(q[0], sizeof(q[0]), vals[0][i], vals[1][i]);
 		fmt_ratio(q[1], sizeof(q[1]), vals[0][i], vals[2][i]);
-		ksft_print_msg("%-20s %12s %12s %12s %10s %10s\n",
-			       met_name(i), c[0], c[1], c[2], q[0], q[1]);
+		if (isnan(spread[i]))
+			snprintf(sp, sizeof(sp), "-");
+		else
+			snprintf(sp, sizeof(sp), "%.0f%%", 100 * spread[i]);
+		ksft_print_msg("%-20s %12s %12s %12s %10s %10s %10s\n",
+			       met_name(i), c[0], c[1], c[2], q[0], q[1], sp);
 	}
 }
 
@@ -1317,18 +1374,20 @@ static void goals(void)
 	long dm = 0, corrupt = 0;
 	bool known = false;
 	int k;
+	const struct result *r;
 
 	goal_private();
 	goal_at_most("pgfault", 1.5);
 	goal_at_most("pgdemote_direct", 2);
 	goal_at_most("allocstall", 2);
 	goal_at_most("lat_p99_ns", 1.5);
-	for (k = 0; k < NR_CFG; k++) {
-		if (!env.res[k].ok)
-			continue;
-		corrupt += env.res[k].corrupt;
-		if (env.res[k].dmesg >= 0) {
-			dm += env.res[k].dmesg;
+	/* These two over every run, not the median */
+	for (k = 0; k < o.rounds * NR_CFG; k++) {
+		r = &env.res[k];
+		if (r->ok)
+			corrupt += r->corrupt;
+		if (r->dmesg >= 0) {
+			dm += r->dmesg;
 			known = true;
 		}
 	}
@@ -1358,19 +1417,33 @@ static int write_csv(void)
 	return fclose(f) ? -errno : 0;
 }
 
+/* Configuration @ci's latency at CDF point @i: the rounds' median. */
+static double cdf_at(int ci, int i)
+{
+	double v[MAX_ROUNDS];
+	int rd;
+
+	for (rd = 0; rd < o.rounds; rd++)
+		v[rd] = res_of(rd, ci)->ok ? res_of(rd, ci)->cdf[i] : NAN;
+	return median(v, o.rounds);
+}
+
 static int write_cdf(void)
 {
 	FILE *f = fopen(o.cdf, "w");
+	double x;
 	int k, i;
 
 	if (!f)
 		return -errno;
 	fprintf(f, "config,latency_ns,fraction\n");
 	for (k = 0; k < NR_CFG; k++)
-		for (i = 0; env.res[k].ok && i < CDF_PTS; i++)
-			fprintf(f, "%s,%llu,%.2f\n", cfgs[k].name,
-				(unsigned long long)env.res[k].cdf[i],
-				(i + 1.0) / CDF_PTS);
+		for (i = 0; i < CDF_PTS; i++) {
+			x = cdf_at(k, i);
+			if (!isnan(x))
+				fprintf(f, "%s,%.0f,%.2f\n", cfgs[k].name, x,
+					(i + 1.0) / CDF_PTS);
+		}
 	return fclose(f) ? -errno : 0;
 }
 
@@ -1379,9 +1452,10 @@ static void report(void)
 	int k, r;
 
 	for (k = 0; k < NR_CFG; k++)
-		met_values(k, vals[k]);
-	ksft_print_msg("tier_bench summary (%d s per configuration%s)\n",
-		       o.secs, o.dry ? ", dry-run: one setup three times" : "");
+		med_values(k);
+	ksft_print_msg("tier_bench summary (%d s per configuration, median of %d round%s%s)\n",
+		       o.secs, o.rounds, o.rounds > 1 ? "s" : "",
+		       o.dry ? ", dry-run: one setup three times" : "");
 	print_table();
 	goals();
 	ksft_print_msg("tier_bench end\n");
@@ -1395,10 +1469,8 @@ static void report(void)
 
 /* ---- main ---- */
 
-static void log_cfg(int ci)
+static void log_cfg(int ci, const struct result *r)
 {
-	const struct result *r = &env.res[ci];
-
 	ksft_print_msg("%s: fill %.1fs, %.0f ops/s, p50/95/99 %llu/%llu/%llu ns, chase %.1f ns\n",
 		       cfgs[ci].name, r->fill_s, r->ops_s,
 		       (unsigned long long)r->lat[0][0],
@@ -1409,30 +1481,42 @@ static void log_cfg(int ci)
 		       r->window_s, (unsigned long long)r->corrupt, r->dmesg);
 }
 
-/* Each wanted configuration: tier node set up, workload, node down. */
+/* Configuration @ci: tier node set up, workload, node down. */
+static int run_one(int rd, int ci)
+{
+	struct result *r = res_of(rd, ci);
+
+	if (!o.dry && (tier_down() || tier_up(&cfgs[ci])))
+		return 1;
+	if (!o.dry) {
+		sync();
+		nu_write_str(DROP_CACHES, "3");
+		sleep_s(SETTLE_S);
+	}
+	ksft_print_msg("%s: running round %d of %d (fill, warm-up, %d s measured)\n",
+		       cfgs[ci].name, rd + 1, o.rounds, o.secs);
+	run_workload(ci, r);
+	if (!o.dry && tier_down())
+		return 1;
+	r->dmesg = kmsg_count();
+	if (r->ok)
+		log_cfg(ci, r);
+	return 0;
+}
+
+/*
+ * Every wanted configuration, -R rounds of them interleaved (plain,
+ * fenced, private, plain, ...), so that drift in the guest over the run
+ * falls on all three alike.
+ */
 static int run_all(void)
 {
-	int ci;
+	int rd, ci;
 
-	for (ci = 0; ci < NR_CFG; ci++) {
-		if (!o.want[ci])
-			continue;
-		if (!o.dry && (tier_down() || tier_up(&cfgs[ci])))
-			return 1;
-		if (!o.dry) {
-			sync();
-			nu_write_str(DROP_CACHES, "3");
-			sleep_s(SETTLE_S);
-		}
-		ksft_print_msg("%s: running (fill, warm-up, %d s measured)\n",
-			       cfgs[ci].name, o.secs);
-		run_workload(ci);
-		if (!o.dry && tier_down())
-			return 1;
-		env.res[ci].dmesg = kmsg_count();
-		if (env.res[ci].ok)
-			log_cfg(ci);
-	}
+	for (rd = 0; rd < o.rounds; rd++)
+		for (ci = 0; ci < NR_CFG; ci++)
+			if (o.want[ci] && run_one(rd, ci))
+				return 1;
 	return 0;
 }
 
@@ -1446,7 +1530,8 @@ static void help(const char *prog)
 	       "  -n N       kv worker threads (one per CPU of node 0)\n"
 	       "  -r N       MLC bandwidth threads (1)\n"
 	       "  -d NS      delay injected between bandwidth chunks (1000)\n"
-	       "  -s MIB     swap on a loop file in /tmp, 0: none (0)\n"
+	       "  -s MIB     swap (zram, else a loop file in /tmp), 0: none (256)\n"
+	       "  -R N       rounds of the configurations; medians (1, <= 9)\n"
 	       "  -c LIST    configurations: plain,fenced,private (all)\n"
 	       "  -o CSV     config,metric,value\n"
 	       "  -l CSV     config,latency_ns,fraction\n"
@@ -1486,10 +1571,11 @@ static int parse_opt(int c, char *arg)
 	long v = 0;
 	int r = 0;
 
-	if (strchr("twkvnrds", c))
+	if (strchr("twkvnrdsR", c))
 		r = num(arg, c == 'r' || c == 'd' || c == 's' ? 0 : 1,
 			c == 'n' ? MAX_WORKERS : c == 'r' ? MAX_BW :
-			c == 't' ? 86400 : c == 'k' ? 1L << 31 : 1L << 30, &v);
+			c == 'R' ? MAX_ROUNDS : c == 't' ? 86400 :
+			c == 'k' ? 1L << 31 : 1L << 30, &v);
 	if (r)
 		return r;
 	switch (c) {
@@ -1517,6 +1603,9 @@ static int parse_opt(int c, char *arg)
 	case 's':
 		o.swap_mb = v;
 		break;
+	case 'R':
+		o.rounds = v;
+		break;
 	case 'c':
 		return parse_cfgs(arg);
 	case 'o':
@@ -1543,7 +1632,7 @@ static int parse(int argc, char **argv)
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "t:w:k:v:n:r:d:s:c:o:l:h", lopts,
+	while ((c = getopt_long(argc, argv, "t:w:k:v:n:r:d:s:R:c:o:l:h", lopts,
 				NULL)) != -1) {
 		if (c == 'h' || parse_opt(c, optarg)) {
 			help(argv[0]);
