@@ -99,16 +99,21 @@ int node_private_check_caps(int nid, unsigned long caps)
  * more folios onto the fenced node, which are written again.  Per fenced
  * node, pages demoted onto it and pages copied off it by writes are counted
  * over a window of NODE_FENCE_WINDOW (it lasts until the first demotion
- * after its end).  When the copies exceed 1/NODE_FENCE_SHARE of the
- * demotions (and NODE_FENCE_FLOOR, against noise), demotion onto the node
- * stops: reclaim treats those folios as if the node were not there.  A
+ * after its end).  When the copies exceed all but 1/NODE_FENCE_CHURN of
+ * the demotions (and NODE_FENCE_FLOOR, against noise), demotion onto the
+ * node is mostly churn and it stops: reclaim treats the folios swap can
+ * take as if the node were not there.  Not sooner: a demoted folio that
+ * is only read costs nothing on the node, a swapped-out one faults on
+ * every access, so swap beats the fence only when nearly every demoted
+ * folio is written back (a 1:9 set:get load lost half its throughput
+ * closing at a quarter).  A
  * closure lasts one window, doubling up to NODE_FENCE_MAX_BACKOFF windows
  * while each probe window after it closes again; a window that passes
  * resets it.  Counts older than NODE_FENCE_STALE, and the copies made
  * while closed, are forgotten.
  */
 #define NODE_FENCE_WINDOW	HZ
-#define NODE_FENCE_SHARE	4
+#define NODE_FENCE_CHURN	4
 #define NODE_FENCE_FLOOR	32
 #define NODE_FENCE_MAX_BACKOFF	8
 #define NODE_FENCE_STALE	(8 * NODE_FENCE_WINDOW)
@@ -172,12 +177,15 @@ static int node_fence_alloc(int nid)
  * @demoted: pages demoted onto the node over the last window
  * @cow: pages writes copied off the node over the same window
  *
- * Return: true when the writes undo too much of what demotion did.
+ * Return: true when the writes undo nearly all that demotion did.
  */
 static bool node_fence_verdict(unsigned long demoted, unsigned long cow)
 {
-	/* cow * SHARE > demoted, without the overflow */
-	return cow >= NODE_FENCE_FLOOR && cow > demoted / NODE_FENCE_SHARE;
+	unsigned long d = demoted, k = NODE_FENCE_CHURN;
+
+	/* cow > d * (k - 1) / k, exactly and without the overflow */
+	return cow >= NODE_FENCE_FLOOR &&
+	       cow > d / k * (k - 1) + d % k * (k - 1) / k;
 }
 
 /* Has @c a decision to take at @now (a window or a closure ended)? */

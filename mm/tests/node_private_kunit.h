@@ -208,14 +208,20 @@ static void npk_fence_verdict(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, node_fence_verdict(0, 0));
 	KUNIT_EXPECT_FALSE(test, node_fence_verdict(0, 31));
 	KUNIT_EXPECT_FALSE(test, node_fence_verdict(100, 31));
-	/* Up to a quarter of the demoted pages may be written back. */
+	/* Up to three quarters of the demoted pages may be written back. */
 	KUNIT_EXPECT_FALSE(test, node_fence_verdict(1000, 250));
-	KUNIT_EXPECT_TRUE(test, node_fence_verdict(1000, 251));
+	KUNIT_EXPECT_FALSE(test, node_fence_verdict(1000, 750));
+	KUNIT_EXPECT_TRUE(test, node_fence_verdict(1000, 751));
+	KUNIT_EXPECT_FALSE(test, node_fence_verdict(1001, 750));
+	KUNIT_EXPECT_TRUE(test, node_fence_verdict(1001, 751));
+	KUNIT_EXPECT_FALSE(test, node_fence_verdict(1003, 752));
+	KUNIT_EXPECT_TRUE(test, node_fence_verdict(1003, 753));
+	KUNIT_EXPECT_TRUE(test, node_fence_verdict(1000, 2000));
 	KUNIT_EXPECT_FALSE(test, node_fence_verdict(100000, 32));
 	/* Writes back with nothing demoted: the loop is running. */
 	KUNIT_EXPECT_TRUE(test, node_fence_verdict(0, 32));
-	KUNIT_EXPECT_TRUE(test, node_fence_verdict(ULONG_MAX / 8, ULONG_MAX / 4));
-	KUNIT_EXPECT_FALSE(test, node_fence_verdict(ULONG_MAX, ULONG_MAX / 4));
+	KUNIT_EXPECT_TRUE(test, node_fence_verdict(ULONG_MAX, ULONG_MAX));
+	KUNIT_EXPECT_FALSE(test, node_fence_verdict(ULONG_MAX, ULONG_MAX / 2));
 }
 
 /* Decide at the end of the window (or closure) @c is in. */
@@ -239,7 +245,7 @@ static void npk_fence_clock(struct kunit *test)
 
 	KUNIT_EXPECT_FALSE(test, node_fence_due(&c, c.start + 1));
 	KUNIT_EXPECT_TRUE(test, npk_decide_at_end(&c, 1000, 10, &now));
-	KUNIT_EXPECT_FALSE(test, npk_decide_at_end(&c, 1000, 300, &now));
+	KUNIT_EXPECT_FALSE(test, npk_decide_at_end(&c, 1000, 800, &now));
 	KUNIT_EXPECT_EQ(test, c.backoff, 1);
 	first = now;
 	KUNIT_EXPECT_FALSE(test, node_fence_due(&c, first + NODE_FENCE_WINDOW - 1));
