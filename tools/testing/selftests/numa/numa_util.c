@@ -1033,11 +1033,10 @@ static int nu_zram_off(struct nu_swap *sw)
 	char path[64];
 	int ret;
 
+	/* hot_remove resets the device too; reset first, to see an error */
 	snprintf(path, sizeof(path), "/sys/block/zram%s/reset", id);
 	ret = nu_write_str(path, "1");
-	if (!ret)
-		ret = nu_write_str(NU_ZRAM_CTL "hot_remove", id);
-	return ret;
+	return nu_write_str(NU_ZRAM_CTL "hot_remove", id) ?: ret;
 }
 
 /*

@@ -16,9 +16,12 @@
  *   anon_write      move_pages() onto the node, read (no fault), write
  *   migrate_knobs   the same through range unmap, ROCM, deferred flush
  *   mprotect        PROT_READ then PROT_READ|PROT_WRITE gives no write back
+ *   mlock           mlock() populates for write: fenced pages are copied
  *   thp             a write to a fenced THP copies one page, not the THP
  *   collapse        MADV_COLLAPSE leaves the node's pages alone
  *   uffd_wp         resolving userfaultfd write protection gives no write
+ *   hint_restore    NUMA-hint faults that do not migrate give no write
+ *   ksm             ksmd never merges the node's pages
  *   proc_mem        FOLL_FORCE write through /proc/self/mem, PROT_READ
  *   vm_writev       process_vm_writev(), and read() into the page
  *   odirect         an O_DIRECT read into the range (GUP, FOLL_WRITE)
@@ -66,6 +69,8 @@
 #define ADIST_SLOW	2880	/* MEMTIER_DEFAULT_DAX_ADISTANCE */
 #define DEMOTE_ON	"/sys/kernel/mm/numa/demotion_enabled"
 #define TIERS		"/sys/devices/virtual/memory_tiering/"
+#define KSM_DIR		"/sys/kernel/mm/ksm/"
+#define PROMOTE_RL	"/proc/sys/kernel/numa_balancing_promote_rate_limit_MBps"
 
 FIXTURE(pf) {
 	int nid;
@@ -77,6 +82,8 @@ FIXTURE(pf) {
 	char was_knob[4][16];	/* migration knobs a test switched on */
 	char was_nb[3][16];	/* NUMA balancing settings, if balancing */
 	bool balancing;
+	char was_ksm[3][16];	/* KSM's knobs, if a test started ksmd */
+	char was_rl[16];	/* the promotion rate limit, if set */
 };
 
 FIXTURE_VARIANT(pf) {
@@ -100,6 +107,8 @@ FIXTURE_SETUP(pf)
 	self->cg[0] = '\0';
 	self->was_demote[0] = '\0';
 	self->balancing = false;
+	memset(self->was_ksm, 0, sizeof(self->was_ksm));
+	self->was_rl[0] = '\0';
 	memset(self->was_knob, 0, sizeof(self->was_knob));
 	if (access(NPT "claim", W_OK))
 		SKIP(return, "no node_private_test provider (CONFIG_NUMA_PRIVATE_NODES_TEST)");
@@ -113,7 +122,15 @@ static const char * const knobs[] = {
 	"/proc/sys/vm/migrate_defer_flush", "/proc/sys/vm/migrate_address_order",
 };
 
-FIXTURE_TEARDOWN(pf)
+static const char * const ksm_knobs[] = {
+	KSM_DIR "run", KSM_DIR "pages_to_scan", KSM_DIR "sleep_millisecs",
+};
+
+/*
+ * In the parent, after the test's process is gone: the node can be
+ * released with nothing of the test's mapped on it.
+ */
+FIXTURE_TEARDOWN_PARENT(pf)
 {
 	int i;
 
@@ -122,6 +139,11 @@ FIXTURE_TEARDOWN(pf)
 			nu_write_str(knobs[i], self->was_knob[i]);
 	if (self->balancing)
 		balancing_restore(self->was_nb);
+	if (self->was_rl[0])
+		nu_write_str(PROMOTE_RL, self->was_rl);
+	for (i = 0; i < 3; i++)
+		if (self->was_ksm[i][0])
+			nu_write_str(ksm_knobs[i], self->was_ksm[i]);
 	if (self->cg[0])
 		nu_cg_remove(self->cg);
 	if (self->was_demote[0])
@@ -329,6 +351,28 @@ TEST_F(pf, mprotect)
 	munmap(p, LEN);
 }
 
+/*
+ * mlock() of a private writable range faults it in for write: a fenced
+ * node's pages are copied off (into an mlocked VMA), a plain one's stay.
+ */
+TEST_F(pf, mlock)
+{
+	char *p;
+
+	p = CLAIM_MOVED();
+	if (!p)
+		return;
+	if (mlock(p, LEN))
+		SKIP(return, "mlock: %s", strerror(errno));
+	EXPECT_EQ(variant->fence ? 0 : NPAGES,
+		  nu_pages_on(p, LEN, self->nid));
+	EXPECT_TRUE(intact_after(p, LEN, 0));
+	EXPECT_EQ(0, write_pages(p, LEN));
+	EXPECT_TRUE(intact_after(p, LEN, 1));
+	munlock(p, LEN);
+	munmap(p, LEN);
+}
+
 /* A 2 MiB-aligned THP range, or NULL. */
 static char *thp_range(size_t len)
 {
@@ -413,12 +457,12 @@ static bool collapsed(char *p, size_t len)
 
 /*
  * khugepaged and MADV_COLLAPSE never copy a private node's pages into a
- * new THP (which would be mapped writable), fence or not.
+ * new THP (which would be mapped writable), fence or not.  LEN of the
+ * 2 MiB is on the node, the rest on node 0, which a collapse would pick.
  */
 TEST_F(pf, collapse)
 {
 	const size_t len = 2 * MB;
-	long n = len / PAGE;
 	char *p, *q;
 
 	if (!CLAIM(CAP_RECLAIM, 0))
@@ -429,13 +473,13 @@ TEST_F(pf, collapse)
 		SKIP(return, "MADV_COLLAPSE does not collapse on node 0 here");
 	p = small_range(len);
 	ASSERT_NE(NULL, p);
-	ASSERT_EQ(self->nid, move_all(p, len, self->nid));
-	ASSERT_EQ(n, nu_pages_on(p, len, self->nid));
+	ASSERT_EQ(self->nid, move_all(p, LEN, self->nid));
+	ASSERT_EQ(NPAGES, nu_pages_on(p, len, self->nid));
 	EXPECT_FALSE(collapsed(p, len));
-	EXPECT_EQ(n, nu_pages_on(p, len, self->nid));
-	expect_written(_metadata, variant->fence, p, len, self->nid,
-		       write_pages(p, len));
-	EXPECT_TRUE(intact_after(p, len, 1));
+	EXPECT_EQ(NPAGES, nu_pages_on(p, LEN, self->nid));
+	expect_written(_metadata, variant->fence, p, LEN, self->nid,
+		       write_pages(p, LEN));
+	EXPECT_TRUE(intact_after(p, LEN, 1));
 	munmap(q, len);
 	munmap(p, len);
 }
@@ -497,6 +541,121 @@ TEST_F(pf, uffd_wp)
 	expect_written(_metadata, variant->fence, p, LEN, self->nid,
 		       write_pages(p, LEN));
 	EXPECT_TRUE(intact_after(p, LEN, 1));
+	munmap(p, LEN);
+}
+
+/*
+ * NUMA-hint faults that decide not to migrate (memory tiering with a
+ * promotion rate limit of 0) restore the PTEs: writable again on a plain
+ * node, read-only on a fenced one, so that the write copies the pages.
+ */
+TEST_F_TIMEOUT(pf, hint_restore, 120)
+{
+	long long prom;
+	long faults = 0;
+	const char *why;
+	double end;
+	char *p;
+
+	if (!CLAIM(CAP_RECLAIM | CAP_DEMOTION | CAP_NUMA_BALANCING,
+		   ADIST_SLOW))
+		return;
+	if (nu_read_str(PROMOTE_RL, self->was_rl, sizeof(self->was_rl)) <= 0)
+		SKIP(return, "no %s", PROMOTE_RL);
+	ASSERT_EQ(0, nu_write_str(PROMOTE_RL, "0"));
+	why = balancing_on(self->was_nb, &self->balancing, "2");
+	if (why)
+		SKIP(return, "%s", why);
+	p = anon_moved(self->nid, LEN, 0);
+	ASSERT_NE(NULL, p);
+	prom = nu_vmstat("pgpromote_success");
+	/*
+	 * Reads of present pages fault only on NUMA hints.  Keep reading:
+	 * the scanner runs on this task's CPU time, not on the clock.
+	 */
+	for (end = nu_now() + 30; faults < NPAGES && nu_now() < end;)
+		faults += read_pages(p, LEN);
+	TH_LOG("%ld hint faults on the range", faults);
+	if (nu_pages_on(p, LEN, self->nid) != NPAGES ||
+	    nu_vmstat("pgpromote_success") != prom)
+		SKIP(return, "promoted regardless of the rate limit (node 0 has over 1 GiB free)");
+	ASSERT_GE(faults, NPAGES);
+	/* A write to a PTE still PROT_NONE faults either way: placement. */
+	write_pages(p, LEN);
+	EXPECT_EQ(variant->fence ? 0 : NPAGES,
+		  nu_pages_on(p, LEN, self->nid));
+	EXPECT_TRUE(intact_after(p, LEN, 1));
+	munmap(p, LEN);
+}
+
+/* This process's KSM-merged pages, from /proc/self/ksm_stat; -1. */
+static long long ksm_merged(void)
+{
+	char text[512];
+	const char *p;
+
+	if (nu_read_all("/proc/self/ksm_stat", text, sizeof(text)) <= 0)
+		return -1;
+	p = strstr(text, "ksm_merging_pages ");
+	return p ? atoll(p + strlen("ksm_merging_pages ")) : -1;
+}
+
+/*
+ * ksmd on, fast, until this process has @want merged pages and then two
+ * more full scans have passed (or 30 s): the merged pages.
+ */
+static long long ksm_wait(long long want)
+{
+	long long scans = -1;
+	int i;
+
+	nu_write_str(KSM_DIR "pages_to_scan", "4096");
+	nu_write_str(KSM_DIR "sleep_millisecs", "10");
+	nu_write_str(KSM_DIR "run", "1");
+	for (i = 0; i < 300; i++) {
+		if (scans < 0 && ksm_merged() >= want)
+			scans = nu_read_ll(KSM_DIR "full_scans");
+		if (scans >= 0 && nu_read_ll(KSM_DIR "full_scans") >= scans + 2)
+			break;
+		usleep(100000);
+	}
+	return ksm_merged();
+}
+
+/*
+ * Two copies on node 0 and one on the node, all the same data: ksmd
+ * merges the node-0 pages and never the node's (which would replace
+ * them by the KSM page, so that they leave the node).  The fence still
+ * holds on them after.
+ */
+TEST_F_TIMEOUT(pf, ksm, 120)
+{
+	char *p, *q[2];
+	int i;
+
+	p = CLAIM_MOVED();
+	if (!p)
+		return;
+	if (nu_read_ll(KSM_DIR "merge_across_nodes") != 1)
+		SKIP(return, "no KSM, or it does not merge across nodes");
+	for (i = 0; i < 3; i++)
+		ASSERT_LT(0, nu_read_str(ksm_knobs[i], self->was_ksm[i], 16));
+	for (i = 0; i < 2; i++) {
+		q[i] = nu_anon_bound(LEN, MPOL_BIND, 0, SEED);
+		ASSERT_NE(NULL, q[i]);
+		ASSERT_EQ(0, madvise(q[i], LEN, MADV_MERGEABLE));
+	}
+	ASSERT_EQ(0, madvise(p, LEN, MADV_MERGEABLE));
+	if (ksm_wait(2 * NPAGES) < 2 * NPAGES)
+		SKIP(return, "ksmd did not merge the node-0 copies in 30 s");
+	EXPECT_EQ(2 * NPAGES, ksm_merged());
+	EXPECT_EQ(NPAGES, nu_pages_on(p, LEN, self->nid));
+	EXPECT_TRUE(nu_intact(p, LEN, SEED));
+	expect_written(_metadata, variant->fence, p, LEN, self->nid,
+		       write_pages(p, LEN));
+	EXPECT_TRUE(intact_after(p, LEN, 1));
+	for (i = 0; i < 2; i++)
+		munmap(q[i], LEN);
 	munmap(p, LEN);
 }
 
@@ -846,7 +1005,7 @@ TEST_F_TIMEOUT(pf, demotion, 300)
 	ASSERT_EQ(0, nu_swap_on(&self->sw, "/tmp", 64));
 	self->swapped = true;
 	skip = nu_vmstat("pgdemote_fence_skip");
-	for (i = 0; i < 4 && nu_vmstat("pgdemote_fence_skip") == skip; i++) {
+	for (i = 0; i < 8 && nu_vmstat("pgdemote_fence_skip") == skip; i++) {
 		nu_cg_write(self->cg, "memory.reclaim", len);
 		write_pages(p, len);
 		writes++;

@@ -1229,7 +1229,10 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The median of the @n values in @v that are not NAN; NAN if none. */
+/*
+ * The median of the @n values in @v that are not NAN (NAN if none); they
+ * are left sorted at the front of @v, NANs after them.
+ */
 static double median(double *v, int n)
 {
 	int i, m = 0;
@@ -1237,6 +1240,8 @@ static double median(double *v, int n)
 	for (i = 0; i < n; i++)
 		if (!isnan(v[i]))
 			v[m++] = v[i];
+	for (i = m; i < n; i++)
+		v[i] = NAN;
 	if (!m)
 		return NAN;
 	qsort(v, m, sizeof(*v), cmp_double);
