@@ -1274,6 +1274,17 @@ static void pick_topology(void)
 	}
 }
 
+/*
+ * The variants this invocation checks: -v's, else all but file_ro_ext4
+ * without --ext4-dir (migrate_stall_ext4.sh runs that one).
+ */
+static bool wanted(const struct variant *v)
+{
+	if (opt.only)
+		return !strcmp(opt.only, v->name);
+	return opt.ext4_dir || strcmp(v->name, "file_ro_ext4");
+}
+
 int main(int argc, char **argv)
 {
 	char nb[16] = "";
@@ -1298,10 +1309,12 @@ int main(int argc, char **argv)
 		int nv = 0;
 
 		for (int i = 0; i < NR_VARIANTS; i++)
-			nv += !opt.only || !strcmp(opt.only, variants[i].name);
+			nv += wanted(&variants[i]);
 		ksft_set_plan(5 * nv);
+		if (!opt.ext4_dir && !opt.only)
+			ksft_print_msg("file_ro_ext4: run by migrate_stall_ext4.sh\n");
 		for (int i = 0; i < NR_VARIANTS; i++)
-			if (!opt.only || !strcmp(opt.only, variants[i].name))
+			if (wanted(&variants[i]))
 				check_variant(&variants[i]);
 	}
 	if (nb[0])

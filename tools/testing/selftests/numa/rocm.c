@@ -601,11 +601,18 @@ static void report(enum cls c)
 				      n, on.waits, on.fallback, off.waits);
 }
 
+/*
+ * The classes this invocation runs.  Without --ext4-dir the ext4 ones
+ * are rocm_ext4.sh's to run: not listed (as SKIPs) here unless asked
+ * for by name.
+ */
 static bool selected(int c)
 {
 	if (opt.ext4_only && !cls_info[c].ext4)
 		return false;
-	return !opt.only || !strcmp(opt.only, cls_info[c].name);
+	if (opt.only)
+		return !strcmp(opt.only, cls_info[c].name);
+	return !cls_info[c].ext4 || opt.ext4_dir;
 }
 
 static void pick_topology(void)
@@ -688,6 +695,8 @@ int main(int argc, char **argv)
 	if (!n)
 		ksft_exit_fail_msg("no class named %s\n", opt.only);
 	ksft_set_plan(4 * n);
+	if (!opt.ext4_dir && !opt.only)
+		ksft_print_msg("ext4 classes: run by rocm_ext4.sh\n");
 	ksft_print_msg("node_a=%d node_b=%d readers on cpus %d,%d migrator on %d, %lu pages\n",
 		       node_a, node_b, cpu_read[0], cpu_read[1], cpu_mig, opt.pages);
 	for (int c = 0; c < NR_CLS; c++)
