@@ -1185,3 +1185,14 @@ bool nu_kthread_runs(const char *name, int nid)
 	closedir(d);
 	return found;
 }
+
+long long nu_ksm_merged(void)
+{
+	char text[512];
+	const char *p;
+
+	if (nu_read_all("/proc/self/ksm_stat", text, sizeof(text)) <= 0)
+		return -1;
+	p = strstr(text, "ksm_merging_pages ");
+	return p ? atoll(p + strlen("ksm_merging_pages ")) : -1;
+}

@@ -191,6 +191,9 @@ long nu_pages_swapped(const char *p, size_t len);
 /* Is the per-node kernel thread @name@nid ("kswapd", 1) running? */
 bool nu_kthread_runs(const char *name, int nid);
 
+/* This process's KSM-merged pages (/proc/self/ksm_stat); -1: unknown. */
+long long nu_ksm_merged(void);
+
 /* Put the @n entries of @v in a random order drawn from @seed. */
 void nu_shuffle(void **v, int n, unsigned int seed);
 

@@ -373,8 +373,11 @@ TEST_F(pf, mlock)
 	munmap(p, LEN);
 }
 
-/* A 2 MiB-aligned THP range, or NULL. */
-static char *thp_range(size_t len)
+/*
+ * A @len-aligned anon range of @len with @advice (MADV_HUGEPAGE or
+ * MADV_NOHUGEPAGE), filled: NULL on failure.
+ */
+static char *aligned_range(size_t len, int advice)
 {
 	char *raw = mmap(NULL, 2 * len, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -383,7 +386,7 @@ static char *thp_range(size_t len)
 	if (raw == MAP_FAILED)
 		return NULL;
 	p = (char *)(((unsigned long)raw + len - 1) & ~(len - 1));
-	if (madvise(p, len, MADV_HUGEPAGE)) {
+	if (madvise(p, len, advice)) {
 		munmap(raw, 2 * len);
 		return NULL;
 	}
@@ -399,7 +402,7 @@ TEST_F(pf, thp)
 
 	if (!CLAIM(CAP_RECLAIM, 0))
 		return;
-	p = thp_range(len);
+	p = aligned_range(len, MADV_HUGEPAGE);
 	ASSERT_NE(NULL, p);
 	if (nu_anon_huge_kb() < 2048)
 		SKIP(return, "no THP for the range");
@@ -421,24 +424,6 @@ TEST_F(pf, thp)
 		       self->nid, write_pages(p + PAGE, len - PAGE));
 	EXPECT_TRUE(intact_after(p, len, 1));
 	munmap(p, len);
-}
-
-/* A 2 MiB-aligned range of small pages (MADV_NOHUGEPAGE), or NULL. */
-static char *small_range(size_t len)
-{
-	char *raw = mmap(NULL, 2 * len, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	char *p;
-
-	if (raw == MAP_FAILED)
-		return NULL;
-	p = (char *)(((unsigned long)raw + len - 1) & ~(len - 1));
-	if (madvise(p, len, MADV_NOHUGEPAGE)) {
-		munmap(raw, 2 * len);
-		return NULL;
-	}
-	nu_fill(p, len, SEED);
-	return p;
 }
 
 #ifndef MADV_COLLAPSE
@@ -467,11 +452,11 @@ TEST_F(pf, collapse)
 
 	if (!CLAIM(CAP_RECLAIM, 0))
 		return;
-	q = small_range(len);
+	q = aligned_range(len, MADV_NOHUGEPAGE);
 	ASSERT_NE(NULL, q);
 	if (!collapsed(q, len))
 		SKIP(return, "MADV_COLLAPSE does not collapse on node 0 here");
-	p = small_range(len);
+	p = aligned_range(len, MADV_NOHUGEPAGE);
 	ASSERT_NE(NULL, p);
 	ASSERT_EQ(self->nid, move_all(p, LEN, self->nid));
 	ASSERT_EQ(NPAGES, nu_pages_on(p, len, self->nid));
@@ -588,18 +573,6 @@ TEST_F_TIMEOUT(pf, hint_restore, 120)
 	munmap(p, LEN);
 }
 
-/* This process's KSM-merged pages, from /proc/self/ksm_stat; -1. */
-static long long ksm_merged(void)
-{
-	char text[512];
-	const char *p;
-
-	if (nu_read_all("/proc/self/ksm_stat", text, sizeof(text)) <= 0)
-		return -1;
-	p = strstr(text, "ksm_merging_pages ");
-	return p ? atoll(p + strlen("ksm_merging_pages ")) : -1;
-}
-
 /*
  * ksmd on, fast, until this process has @want merged pages and then two
  * more full scans have passed (or 30 s): the merged pages.
@@ -613,13 +586,13 @@ static long long ksm_wait(long long want)
 	nu_write_str(KSM_DIR "sleep_millisecs", "10");
 	nu_write_str(KSM_DIR "run", "1");
 	for (i = 0; i < 300; i++) {
-		if (scans < 0 && ksm_merged() >= want)
+		if (scans < 0 && nu_ksm_merged() >= want)
 			scans = nu_read_ll(KSM_DIR "full_scans");
 		if (scans >= 0 && nu_read_ll(KSM_DIR "full_scans") >= scans + 2)
 			break;
 		usleep(100000);
 	}
-	return ksm_merged();
+	return nu_ksm_merged();
 }
 
 /*
@@ -648,7 +621,7 @@ TEST_F_TIMEOUT(pf, ksm, 120)
 	ASSERT_EQ(0, madvise(p, LEN, MADV_MERGEABLE));
 	if (ksm_wait(2 * NPAGES) < 2 * NPAGES)
 		SKIP(return, "ksmd did not merge the node-0 copies in 30 s");
-	EXPECT_EQ(2 * NPAGES, ksm_merged());
+	EXPECT_EQ(2 * NPAGES, nu_ksm_merged());
 	EXPECT_EQ(NPAGES, nu_pages_on(p, LEN, self->nid));
 	EXPECT_TRUE(nu_intact(p, LEN, SEED));
 	expect_written(_metadata, variant->fence, p, LEN, self->nid,

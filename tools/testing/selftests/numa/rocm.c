@@ -186,17 +186,6 @@ static int pattern_file(const char *dir, size_t pages, bool sync, char *why)
 
 #define KSM_DIR	"/sys/kernel/mm/ksm/"
 
-static long long ksm_merged(void)
-{
-	char text[512];
-	const char *p;
-
-	if (nu_read_all("/proc/self/ksm_stat", text, sizeof(text)) <= 0)
-		return -1;
-	p = strstr(text, "ksm_merging_pages ");
-	return p ? atoll(p + 18) : -1;
-}
-
 /* Make a twin of the buffer and let ksmd merge the two. */
 static bool ksm_merge(struct buf *b, char *why)
 {
@@ -226,7 +215,7 @@ static bool ksm_merge(struct buf *b, char *why)
 	nu_write_str(KSM_DIR "run", "1");
 	for (int i = 0; i < 300; i++) {
 		/* this process's merged pages (the global counts lag) */
-		merged = ksm_merged();
+		merged = nu_ksm_merged();
 		if (merged >= (long long)b->pages) {
 			/* merged pages stay merged; a scanning ksmd holds references */
 			nu_write_str(KSM_DIR "run", "0");
