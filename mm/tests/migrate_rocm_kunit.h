@@ -253,34 +253,38 @@ static void rocm_test_pte_rules(struct kunit *test)
 /*
  * The switched PTE is built from the VMA's protection: read-only even
  * where that protection is writable, without a NUMA hint's PROT_NONE,
- * and keeping the old PTE's young, dirty and soft-dirty bits.
+ * and keeping the old PTE's young, dirty and soft-dirty bits.  The
+ * protections come from vm_get_page_prot(), as a VMA's do: arm64 with
+ * LPA2 clears PTE_SHARED there (those bits are address bits), while the
+ * raw PAGE_SHARED still has them.
  */
 static void rocm_test_make_pte(struct kunit *test)
 {
 	const unsigned long pfn = 0x1234;
-	pte_t old = pfn_pte(pfn + 1, PAGE_READONLY), pte;
+	const pgprot_t shared = vm_get_page_prot(VM_READ | VM_WRITE | VM_SHARED);
+	const pgprot_t ro = vm_get_page_prot(VM_READ);
+	pte_t old = pfn_pte(pfn + 1, ro), pte;
 
-	pte = rocm_make_pte(PAGE_SHARED, pfn, old);
+	pte = rocm_make_pte(shared, pfn, old);
 	KUNIT_EXPECT_EQ(test, pfn, pte_pfn(pte));
 	KUNIT_EXPECT_TRUE(test, pte_present(pte));
 	KUNIT_EXPECT_FALSE(test, pte_write(pte));
 
-	pte = rocm_make_pte(PAGE_READONLY, pfn, pte_mkold(old));
+	pte = rocm_make_pte(ro, pfn, pte_mkold(old));
 	KUNIT_EXPECT_FALSE(test, pte_young(pte));
 	KUNIT_EXPECT_FALSE(test, pte_dirty(pte));
-	pte = rocm_make_pte(PAGE_READONLY, pfn, pte_mkyoung(pte_mkdirty(old)));
+	pte = rocm_make_pte(ro, pfn, pte_mkyoung(pte_mkdirty(old)));
 	KUNIT_EXPECT_TRUE(test, pte_young(pte));
 	KUNIT_EXPECT_TRUE(test, pte_dirty(pte));
 	KUNIT_EXPECT_FALSE(test, pte_write(pte));
-	pte = rocm_make_pte(PAGE_READONLY, pfn, pte_mksoft_dirty(old));
+	pte = rocm_make_pte(ro, pfn, pte_mksoft_dirty(old));
 	if (IS_ENABLED(CONFIG_MEM_SOFT_DIRTY))
 		KUNIT_EXPECT_TRUE(test, pte_soft_dirty(pte));
 #ifdef CONFIG_NUMA_BALANCING
 	/* a NUMA-hinting PTE: the new one is accessible again */
 	old = pfn_pte(pfn + 1, PAGE_NONE);
 	KUNIT_EXPECT_TRUE(test, pte_protnone(old));
-	KUNIT_EXPECT_FALSE(test, pte_protnone(rocm_make_pte(PAGE_READONLY,
-							    pfn, old)));
+	KUNIT_EXPECT_FALSE(test, pte_protnone(rocm_make_pte(ro, pfn, old)));
 #endif
 }
 
