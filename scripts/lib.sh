@@ -14,10 +14,11 @@ TREE=$CACHE/tree			# base + overlay, what we build
 BUILD=$CACHE/build			# O= directory of the default build
 BUILD_DEBUG=$CACHE/build-debug		# O= directory of the --debug (KASAN) build
 BUILD_BENCH=$CACHE/build-bench		# O= directory of the --bench (no DEBUG_VM, lockdep) build
+BUILD_ARM64=$CACHE/build-arm64		# O= directory of the arm64 guest's kernel
 JOBS=${JOBS:-$(nproc)}
 
 # Paths in the repository that are branch tooling, not kernel content.
-TOOLING_RE='^(scripts/|kunit/|\.ci/|README\.md$|BASE$|\.gitignore$|results/)'
+TOOLING_RE='^(scripts/|kunit/|series/|\.ci/|README\.md$|BASE$|\.gitignore$|results/)'
 
 _t0=$(date +%s)
 step() { printf '==> [%4ss] %s\n' "$(( $(date +%s) - _t0 ))" "$*" >&2; }
@@ -51,6 +52,14 @@ need_pkgs() {
 		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y \
 			--no-install-recommends "${missing[@]}" >&2
 	} || die "apt-get install ${missing[*]} failed; install them by hand and rerun"
+}
+
+# Debian's arm64 packages (busybox, libnuma for the cross-built selftests).
+ensure_arm64_arch() {
+	dpkg --print-foreign-architectures | grep -qx arm64 && return 0
+	step "adding Debian's arm64 architecture (multiarch)"
+	as_root dpkg --add-architecture arm64
+	as_root apt-get update >&2 || die "apt-get update failed"
 }
 
 # Host packages every job may need.
