@@ -50,6 +50,7 @@ batches_complete() {
 	! grep mm_migrate_batch "$1" |
 		grep -v 'reason=.*unmap=.*copy=.*remap=.*total=' | grep -q .
 }
+all_ge() { [ "${1:-0}" -ge "$2" ] && [ "${3:-0}" -ge "$4" ]; }	# A >= B && C >= D
 within() { [ "${1:-0}" -ge "$2" ] && [ "${1:-0}" -le "$3" ]; }	# within X LO HI
 
 echo "TAP version 13"
@@ -181,15 +182,19 @@ else
 	skip "no migrate:mm_migrate_batch in tracefs, or migratepages missing"
 fi
 if have perf && have migratepages; then
-	from=$to to=$from
+	t=$from from=$to to=$t
+	# The rst's command, with the migration started once perf counts.
 	perf stat -x, -o "$tmp/stat2" \
-		-e migrate:mm_migrate_batch,migrate:mm_migration_entry_wait -a sleep 2 &
+		-e migrate:mm_migrate_batch,migrate:mm_migration_entry_wait -a sleep 6 &
 	spid=$!
-	sleep 0.5
+	sleep 2
+	before=$(vmstat pgmigrate_success)
 	migratepages "$pid" $from $to
+	moved=$(($(vmstat pgmigrate_success) - before))
 	wait $spid
 	b=$(awk -F, '$3 == "migrate:mm_migrate_batch" { print $1 + 0 }' "$tmp/stat2")
-	check "rst example (perf stat -a sleep): mm_migrate_batch counted ($b)" ge "$b" 1
+	check "rst example (perf stat -a sleep): mm_migrate_batch counted ($b, $moved moved)" \
+		all_ge "$moved" "$pages" "$b" $(((moved + 511) / 512))
 else
 	skip "perf or migratepages not installed"
 fi
