@@ -43,9 +43,9 @@ END {
 }' "$log" >"$dat" || { echo "$0: no off/on stage lines for $variant in $log" >&2; exit 1; }
 
 gnuplot <<EOT
-set terminal pngcairo size 800,500
+set terminal pngcairo size 800,500 noenhanced
 set output '$png'
-set title '$variant: stage time per page, knob off (stock) vs on' noenhanced
+set title '$variant: stage time per page, knob off (stock) vs on'
 set ylabel 'ns per 4 KiB page'
 set style data histograms
 set style histogram clustered gap 1

@@ -89,7 +89,7 @@ set style histogram clustered gap 1
 set style fill solid 0.8 border -1
 set boxwidth 0.9
 set xtics rotate by -40 left
-set rmargin 10
+set rmargin 16
 set grid noxtics
 set arrow from graph 0, first 1 to graph 1, first 1 nohead dt 2 lw 2 lc rgb 'black'
 plot '$tmp/ratios.csv' using 2:xtic(1) title 'fenced/plain', \
