@@ -404,7 +404,7 @@ TEST_F(mf, rounds)
 	ASSERT_LE(0, off.rounds);
 	ASSERT_LE(0, on.rounds);
 	if (!off.rounds)
-		SKIP(return, "no remote flush was traced (a paravirt TLB flush?)");
+		SKIP(return, "no IPI flush traced: broadcast TLBI (arm64) or a paravirt flush");
 	/*
 	 * Stock: a round per entry of a reader live on another CPU (2 per
 	 * folio when both readers run, as they do here; a reader that
