@@ -381,8 +381,11 @@ static pte_t rocm_make_pte(pgprot_t prot, unsigned long pfn, pte_t old)
 		pte = pte_mkold(pte);
 	if (pte_dirty(old))
 		pte = pte_mkdirty(pte);
+	/* pte_mkdirty() sets soft-dirty on x86: keep @old's, as migration does */
 	if (pte_soft_dirty(old))
 		pte = pte_mksoft_dirty(pte);
+	else
+		pte = pte_clear_soft_dirty(pte);
 	if (pte_uffd_wp(old))
 		pte = pte_mkuffd_wp(pte);
 	return pte;

@@ -261,7 +261,8 @@ static void rocm_test_pte_rules(struct kunit *test)
 static void rocm_test_make_pte(struct kunit *test)
 {
 	const unsigned long pfn = 0x1234;
-	const pgprot_t shared = vm_get_page_prot(VM_READ | VM_WRITE | VM_SHARED);
+	const pgprot_t shared =
+		vm_get_page_prot(VM_READ | VM_WRITE | VM_SHARED);
 	const pgprot_t ro = vm_get_page_prot(VM_READ);
 	pte_t old = pfn_pte(pfn + 1, ro), pte;
 
@@ -280,11 +281,20 @@ static void rocm_test_make_pte(struct kunit *test)
 	pte = rocm_make_pte(ro, pfn, pte_mksoft_dirty(old));
 	if (IS_ENABLED(CONFIG_MEM_SOFT_DIRTY))
 		KUNIT_EXPECT_TRUE(test, pte_soft_dirty(pte));
+	/*
+	 * Dirty but not soft-dirty (clear_refs 4 after the write): x86's
+	 * pte_mkdirty() also sets soft-dirty, which must not come back.
+	 */
+	pte = rocm_make_pte(ro, pfn, pte_clear_soft_dirty(pte_mkdirty(old)));
+	KUNIT_EXPECT_TRUE(test, pte_dirty(pte));
+	KUNIT_EXPECT_FALSE(test, pte_soft_dirty(pte));
 #ifdef CONFIG_NUMA_BALANCING
-	/* a NUMA-hinting PTE: the new one is accessible again */
-	old = pfn_pte(pfn + 1, PAGE_NONE);
+	/* a NUMA-hinting PTE, made as change_prot_numa() does */
+	old = pte_modify(pfn_pte(pfn + 1, ro), PAGE_NONE);
 	KUNIT_EXPECT_TRUE(test, pte_protnone(old));
-	KUNIT_EXPECT_FALSE(test, pte_protnone(rocm_make_pte(ro, pfn, old)));
+	pte = rocm_make_pte(ro, pfn, old);
+	KUNIT_EXPECT_FALSE(test, pte_protnone(pte));
+	KUNIT_EXPECT_EQ(test, pfn, pte_pfn(pte));
 #endif
 }
 

@@ -374,20 +374,35 @@ long nu_anon_huge_kb(void)
 	return p ? atol(p + strlen("AnonHugePages:")) : -1;
 }
 
+/*
+ * x86 guests have the hypervisor CPU flag; elsewhere (arm64) the firmware
+ * names the machine: qemu's "virt" board in the device tree, or QEMU in
+ * the DMI tables.
+ */
 bool nu_in_vm(void)
 {
 	char line[4096];
 	bool vm = false;
+	ssize_t n;
 	FILE *f;
 
 	f = fopen("/proc/cpuinfo", "r");
-	if (!f)
-		return false;
-	while (!vm && fgets(line, sizeof(line), f))
-		if (!strncmp(line, "flags", 5) && strstr(line, " hypervisor"))
-			vm = true;
-	fclose(f);
-	return vm;
+	if (f) {
+		while (!vm && fgets(line, sizeof(line), f))
+			if (!strncmp(line, "flags", 5) && strstr(line, " hypervisor"))
+				vm = true;
+		fclose(f);
+	}
+	if (vm)
+		return true;
+	/* the compatible list is NUL-separated: look at its first entry */
+	n = nu_read_all("/sys/firmware/devicetree/base/compatible", line,
+			sizeof(line));
+	if (n > 0 && strstr(line, "linux,dummy-virt"))
+		return true;
+	n = nu_read_all("/sys/devices/virtual/dmi/id/sys_vendor", line,
+			sizeof(line));
+	return n > 0 && (strstr(line, "QEMU") || strstr(line, "KVM"));
 }
 
 /* All CPUs' busy (not idle, not iowait) and total jiffies from /proc/stat. */
