@@ -293,6 +293,14 @@ struct rocm_walk {
  * conservative path.
  */
 #define ROCM_INPLACE	(IS_ENABLED(CONFIG_X86) && IS_ENABLED(CONFIG_64BIT))
+/*
+ * Break through a migration entry (rocm_break_pte()) where a store over
+ * a present PTE followed by flush_tlb_page() is a valid invalidation:
+ * arm64.  Not on s390 (flush_tlb_page() is empty, the IPTE is in
+ * ptep_clear_flush()) or powerpc hash (set_ptes() expects no valid PTE),
+ * which keep ptep_clear_flush().
+ */
+#define ROCM_BREAK_ENTRY	IS_ENABLED(CONFIG_ARM64)
 
 /* Under the PTL: the present PTE the walk stands on, or why not. */
 static enum rocm_reason rocm_pte_get(struct page_vma_mapped_walk *pvmw,
@@ -391,6 +399,32 @@ static pte_t rocm_make_pte(pgprot_t prot, unsigned long pfn, pte_t old)
 	return pte;
 }
 
+/*
+ * Under the PTL: the "break" of break-before-make for the present
+ * read-only PTE at @addr, which maps @old.  The PTE goes straight from
+ * present to a migration entry for the same page, never through empty,
+ * and the TLBI completes before the caller writes the new PTE.  A reader
+ * that faults meanwhile finds the migration entry (on 64-bit,
+ * pte_unmap_same() takes no lock) and waits in migration_entry_wait() for
+ * the PTL we hold, then sees the new PTE: it takes no reference and does
+ * not sleep.  An empty PTE instead would send a file fault to the page
+ * cache, which still holds the source: the reader would take a reference
+ * on it, failing the migration's refcount freeze, and sleep on its lock.
+ * The PTE cannot become dirty meanwhile (read-only, checked after the
+ * check walk's flush); an access flag the hardware sets between the read
+ * and the store is lost, which only ages the page.
+ */
+static void rocm_break_pte(struct vm_area_struct *vma, unsigned long addr,
+			   pte_t *ptep, pte_t old)
+{
+	struct mm_struct *mm = vma->vm_mm;
+	swp_entry_t entry = make_readable_migration_entry(pte_pfn(old));
+
+	/* set_pte_at() accounts the present PTE it replaces (page_table_check) */
+	set_pte_at(mm, addr, ptep, swp_entry_to_pte(entry));
+	flush_tlb_page(vma, addr);
+}
+
 /* Under the PTL: point the PTE at @addr of @vma from w->from to w->to. */
 static bool rocm_switch_pte(struct rocm_walk *w, struct vm_area_struct *vma,
 			    unsigned long addr, pte_t *ptep)
@@ -408,19 +442,22 @@ static bool rocm_switch_pte(struct rocm_walk *w, struct vm_area_struct *vma,
 	 * stale entry can only read @from, whose contents equal @to's until
 	 * both are unlocked, after the flush.  (A 32-bit PAE PTE is written
 	 * in two halves: not there.)
-	 * Elsewhere break-before-make: clear and flush, then write.
+	 * Elsewhere break-before-make: through a migration entry on arm64
+	 * (rocm_break_pte()), else clear and flush; then write.  The PTE is
+	 * checked first: nothing is changed for a PTE that must not move.
 	 */
-	if (w->inplace)
-		old = ptep_get(ptep);
-	else
-		old = ptep_clear_flush(vma, addr, ptep);
+	old = ptep_get(ptep);
 	if (w->check && (pte_write(old) ||
 			 (pte_dirty(old) && !folio_test_anon(from)))) {
-		/* cannot happen after the check walk's flush; undo */
-		if (!w->inplace)
-			set_pte_at(mm, addr, ptep, old);
+		/* cannot happen after the check walk's flush */
 		w->why = pte_write(old) ? ROCM_PTE_WRITE : ROCM_PTE_DIRTY;
 		return false;
+	}
+	if (!w->inplace) {
+		if (ROCM_BREAK_ENTRY)
+			rocm_break_pte(vma, addr, ptep, old);
+		else
+			old = ptep_clear_flush(vma, addr, ptep);
 	}
 	folio_get(to);
 	if (folio_test_anon(to))
