@@ -107,7 +107,9 @@ static bool migrate_group_ok(struct folio *folio, bool leader)
  * a batch of its own, one TLB flush round each.  With the static key on,
  * folios that may share the leader's batch (migrate_group_allows()) move
  * from @from to @batch, up to MIGRATE_GROUP_PAGES pages, so their flushes
- * make one round.  Returns how many joined.
+ * make one round.
+ *
+ * Return: how many folios joined the batch.
  */
 int migrate_fallback_group(struct list_head *from, struct list_head *batch)
 {

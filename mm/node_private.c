@@ -268,6 +268,9 @@ void node_fence_count_cow(int nid)
  * memcg, a context that may do I/O): anything else would turn the loop
  * into an OOM.  A kept folio is reclaimed in the same pass as if there
  * were no demotion target.
+ *
+ * Return: true to keep @folio off the demotion target (reclaim it from
+ * @src), false to let it be demoted.
  */
 bool node_fence_keeps(int src, struct folio *folio, gfp_t gfp)
 {
@@ -501,14 +504,16 @@ int node_private_unregister(int nid)
 EXPORT_SYMBOL_GPL(node_private_unregister);
 
 /**
- * folio_alloc_node_private_noprof - allocate a folio on a private node
+ * folio_alloc_node_private - allocate a folio on a private node
  * @gfp: GFP flags; __GFP_THISNODE is implied
  * @order: folio order
  * @nid: a private node with memory online
  *
  * For the service that owns @nid.  Never falls back to another node and
- * never OOM-kills (as any __GFP_THISNODE allocation): NULL when the node
- * is exhausted.
+ * never OOM-kills (as any __GFP_THISNODE allocation).
+ *
+ * Return: the folio, or NULL when @nid is not a private node with memory
+ * or is exhausted.
  */
 struct folio *folio_alloc_node_private_noprof(gfp_t gfp, unsigned int order,
 					      int nid)

@@ -77,8 +77,8 @@ static inline bool node_private_enabled(void)
  * node_is_private - is @nid registered as a private node?
  * @nid: a valid node id
  *
- * False on every kernel without private nodes, including !NUMA, where
- * node_state() would claim node 0 has every state.
+ * Return: false on every kernel without private nodes, including !NUMA,
+ * where node_state() would claim node 0 has every state.
  */
 static inline bool node_is_private(int nid)
 {
