@@ -28,14 +28,25 @@ struct migrate_range_walk {
 	bool (*pte)(struct migrate_range_walk *w, struct folio *src,
 		    struct folio *dst, unsigned int i, unsigned long addr,
 		    pte_t *ptep);
+	/* if set, called before each table's lock is dropped */
+	void (*table_done)(struct migrate_range_walk *w);
 };
+
+static __always_inline void
+migrate_range_walk_unlock(struct migrate_range_walk *w, pte_t *ptes,
+			  spinlock_t *ptl)
+{
+	if (w->table_done)
+		w->table_done(w);
+	pte_unmap_unlock(ptes, ptl);
+}
 
 /*
  * Call w->pte() for each folio of the run at its address in w->vma, a
  * PTE table at a time (one walk down and one lock per table).  Without a
  * @dst (the unmap) folios no longer mapped are skipped.  Returns how many
  * calls returned true.
- * Inlined, so that w->pte() is a direct call.
+ * Inlined into its callers (the callbacks stay indirect calls).
  */
 static __always_inline unsigned int
 migrate_range_walk_ptes(struct migrate_range_walk *w)
@@ -54,7 +65,7 @@ migrate_range_walk_ptes(struct migrate_range_walk *w)
 		if (!IS_ERR_VALUE(addr) && (dst || folio_mapped(src))) {
 			if ((addr & PMD_MASK) != table) {
 				if (ptes)
-					pte_unmap_unlock(ptes, ptl);
+					migrate_range_walk_unlock(w, ptes, ptl);
 				table = addr & PMD_MASK;
 				pmd = mm_find_pmd(mm, table);
 				ptes = pmd ? pte_offset_map_lock(mm, pmd, table,
@@ -70,7 +81,7 @@ migrate_range_walk_ptes(struct migrate_range_walk *w)
 			dst = list_next_entry(dst, lru);
 	}
 	if (ptes)
-		pte_unmap_unlock(ptes, ptl);
+		migrate_range_walk_unlock(w, ptes, ptl);
 	return done;
 }
 

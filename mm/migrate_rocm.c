@@ -195,6 +195,13 @@ enum rocm_delay {
 
 #ifdef CONFIG_MIGRATE_ROCM_DEBUG
 static u32 rocm_delay_us[NR_ROCM_DELAYS];
+/* arm64: a run's breaks in batches (rocm_run_break()); off for benchmarks */
+static bool rocm_batch_break = true;
+
+static bool rocm_batching(void)
+{
+	return READ_ONCE(rocm_batch_break);
+}
 
 static int __init rocm_debugfs_init(void)
 {
@@ -204,6 +211,9 @@ static int __init rocm_debugfs_init(void)
 			   &rocm_delay_us[ROCM_DELAY_COPY]);
 	debugfs_create_u32("switch_delay_us", 0600, dir,
 			   &rocm_delay_us[ROCM_DELAY_SWITCH]);
+	if (IS_ENABLED(CONFIG_ARM64))	/* ROCM_BATCH_BREAK */
+		debugfs_create_bool("batch_break", 0600, dir,
+				    &rocm_batch_break);
 	return 0;
 }
 late_initcall(rocm_debugfs_init);
@@ -218,6 +228,10 @@ static void rocm_debug_delay(enum rocm_delay where)
 }
 #else
 static inline void rocm_debug_delay(enum rocm_delay where) { }
+static inline bool rocm_batching(void)
+{
+	return true;
+}
 #endif
 
 /* Does this page cache migrate by copying data and nothing else? */
@@ -402,8 +416,9 @@ static pte_t rocm_make_pte(pgprot_t prot, unsigned long pfn, pte_t old)
 /*
  * Under the PTL: the "break" of break-before-make for the present
  * read-only PTE at @addr, which maps @old.  The PTE goes straight from
- * present to a migration entry for the same page, never through empty,
- * and the TLBI completes before the caller writes the new PTE.  A reader
+ * present to a migration entry for the same page, never through empty;
+ * the caller completes its TLBI (rocm_break_pte(), or a batch's
+ * rocm_run_flush()) before it writes the new PTE.  A reader
  * that faults meanwhile finds the migration entry (on 64-bit,
  * pte_unmap_same() takes no lock) and waits in migration_entry_wait() for
  * the PTL we hold, then sees the new PTE: it takes no reference and does
@@ -414,23 +429,65 @@ static pte_t rocm_make_pte(pgprot_t prot, unsigned long pfn, pte_t old)
  * check walk's flush); an access flag the hardware sets between the read
  * and the store is lost, which only ages the page.
  */
-static void rocm_break_pte(struct vm_area_struct *vma, unsigned long addr,
-			   pte_t *ptep, pte_t old)
+static void rocm_break_entry(struct vm_area_struct *vma, unsigned long addr,
+			     pte_t *ptep, pte_t old)
 {
-	struct mm_struct *mm = vma->vm_mm;
 	swp_entry_t entry = make_readable_migration_entry(pte_pfn(old));
 
 	/* set_pte_at() accounts the present PTE it replaces (page_table_check) */
-	set_pte_at(mm, addr, ptep, swp_entry_to_pte(entry));
+	set_pte_at(vma->vm_mm, addr, ptep, swp_entry_to_pte(entry));
+}
+
+static void rocm_break_pte(struct vm_area_struct *vma, unsigned long addr,
+			   pte_t *ptep, pte_t old)
+{
+	rocm_break_entry(vma, addr, ptep, old);
 	flush_tlb_page(vma, addr);
+}
+
+/* May the PTE @old, which maps w->from, be switched?  If not, w->why. */
+static bool rocm_switch_ok(struct rocm_walk *w, pte_t old)
+{
+	if (w->check && (pte_write(old) ||
+			 (pte_dirty(old) && !folio_test_anon(w->from)))) {
+		/* cannot happen after the check walk's flush */
+		w->why = pte_write(old) ? ROCM_PTE_WRITE : ROCM_PTE_DIRTY;
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Under the PTL: map @to at @addr of @vma in place of @from, which @old
+ * mapped there (its translation flushed, or left to the batch's flush
+ * when in place).
+ */
+static void rocm_switch_map(struct rocm_walk *w, struct vm_area_struct *vma,
+			    unsigned long addr, pte_t *ptep, pte_t old,
+			    struct folio *from, struct folio *to)
+{
+	struct mm_struct *mm = vma->vm_mm;
+
+	folio_get(to);
+	if (folio_test_anon(to))
+		folio_add_anon_rmap_pte(to, &to->page, vma, addr, RMAP_NONE);
+	else
+		folio_add_file_rmap_pte(to, &to->page, vma);
+	set_pte_at(mm, addr, ptep,
+		   rocm_make_pte(READ_ONCE(vma->vm_page_prot), folio_pfn(to), old));
+	if (w->inplace && (!w->defer || !rocm_defer_flush(mm, old, addr)))
+		flush_tlb_page(vma, addr);
+	update_mmu_cache(vma, addr, ptep);
+	folio_remove_rmap_pte(from, &from->page, vma);
+	/* the isolation reference keeps @from alive */
+	folio_put(from);
+	w->nr++;
 }
 
 /* Under the PTL: point the PTE at @addr of @vma from w->from to w->to. */
 static bool rocm_switch_pte(struct rocm_walk *w, struct vm_area_struct *vma,
 			    unsigned long addr, pte_t *ptep)
 {
-	struct mm_struct *mm = vma->vm_mm;
-	struct folio *from = w->from, *to = w->to;
 	pte_t old;
 
 	/*
@@ -447,32 +504,15 @@ static bool rocm_switch_pte(struct rocm_walk *w, struct vm_area_struct *vma,
 	 * checked first: nothing is changed for a PTE that must not move.
 	 */
 	old = ptep_get(ptep);
-	if (w->check && (pte_write(old) ||
-			 (pte_dirty(old) && !folio_test_anon(from)))) {
-		/* cannot happen after the check walk's flush */
-		w->why = pte_write(old) ? ROCM_PTE_WRITE : ROCM_PTE_DIRTY;
+	if (!rocm_switch_ok(w, old))
 		return false;
-	}
 	if (!w->inplace) {
 		if (ROCM_BREAK_ENTRY)
 			rocm_break_pte(vma, addr, ptep, old);
 		else
 			old = ptep_clear_flush(vma, addr, ptep);
 	}
-	folio_get(to);
-	if (folio_test_anon(to))
-		folio_add_anon_rmap_pte(to, &to->page, vma, addr, RMAP_NONE);
-	else
-		folio_add_file_rmap_pte(to, &to->page, vma);
-	set_pte_at(mm, addr, ptep,
-		   rocm_make_pte(READ_ONCE(vma->vm_page_prot), folio_pfn(to), old));
-	if (w->inplace && (!w->defer || !rocm_defer_flush(mm, old, addr)))
-		flush_tlb_page(vma, addr);
-	update_mmu_cache(vma, addr, ptep);
-	folio_remove_rmap_pte(from, &from->page, vma);
-	/* the isolation reference keeps @from alive */
-	folio_put(from);
-	w->nr++;
+	rocm_switch_map(w, vma, addr, ptep, old, w->from, w->to);
 	return true;
 }
 
@@ -729,11 +769,107 @@ bool migrate_rocm_move(struct folio *src, struct folio *dst)
  * the rmap lock once, the interval tree once over the run's offsets, per
  * VMA one notifier range, and per PTE table one walk and one lock.
  */
+/*
+ * arm64 breaks a run's PTEs in batches (rocm_run_break()): under one PTE
+ * lock every PTE of a batch goes to a migration entry and its TLBI is
+ * issued (DSB ISHST, TLBI: arch_tlbbatch_add_pending()), one DSB ISH
+ * completes them all (arch_tlbbatch_flush()), then the new PTEs are
+ * written.  Per PTE that saves the DSB ISH, the barrier that waits for
+ * every CPU to complete the broadcast TLBI, which flush_tlb_page() in
+ * rocm_break_pte() issues each time.  It is safe only while that lock is
+ * held from the first break to the last write: a reader faulting on a
+ * broken PTE waits for the lock in migration_entry_wait() and then finds
+ * the new PTE, as with one PTE at a time; with the lock dropped in
+ * between it would find the migration entry and sleep on the folio lock.
+ * The batch is small so that it fits on the stack.
+ */
+#define ROCM_BATCH_BREAK	ROCM_BREAK_ENTRY
+#define ROCM_BATCH		(ROCM_BATCH_BREAK ? 8 : 1)
+
+/* A broken PTE waiting for the batch's flush: it mapped @old, of the source. */
+struct rocm_pending {
+	pte_t *ptep;
+	pte_t old;
+	struct folio *to;
+};
+
 struct rocm_run {
 	struct migrate_range_walk walk;	/* run, VMA, per-PTE callback */
-	struct rocm_walk w;		/* for rocm_switch_pte() */
+	struct rocm_walk w;		/* for rocm_switch_pte(), rocm_switch_map() */
 	u8 why[MIGRATE_RANGE_MAX];	/* enum rocm_reason, per folio */
+	bool batch;			/* break in batches (arm64) */
+	unsigned int npend;
+	struct rocm_pending pend[ROCM_BATCH];
 };
+
+/* The source folio a pending PTE mapped, and its address in @vma. */
+static struct folio *rocm_pending_from(const struct rocm_pending *p)
+{
+	return page_folio(pte_page(p->old));
+}
+
+static unsigned long rocm_pending_addr(struct vm_area_struct *vma,
+				       const struct rocm_pending *p)
+{
+	return vma_address(vma, rocm_pending_from(p)->index, 1);
+}
+
+/* Retire the old translations of the batch's broken PTEs, then wait once. */
+static void rocm_run_flush_tlb(struct vm_area_struct *vma, struct rocm_run *r)
+{
+	unsigned int k;
+#ifdef CONFIG_ARM64
+	/* arm64's is empty: the TLBIs are issued at once, the DSB at the end */
+	struct arch_tlbflush_unmap_batch batch = {};
+
+	for (k = 0; k < r->npend; k++)
+		arch_tlbbatch_add_pending(&batch, vma->vm_mm,
+					  rocm_pending_addr(vma, &r->pend[k]));
+	arch_tlbbatch_flush(&batch);
+#else
+	for (k = 0; k < r->npend; k++)
+		flush_tlb_page(vma, rocm_pending_addr(vma, &r->pend[k]));
+#endif
+}
+
+/*
+ * Under the PTL: flush the batch's broken PTEs and write their new PTEs.
+ * Called when the batch is full and before the walk drops the PTL
+ * (migrate_range_walk's table_done).
+ */
+static void rocm_run_flush(struct migrate_range_walk *mw)
+{
+	struct rocm_run *r = container_of(mw, struct rocm_run, walk);
+	unsigned int k;
+
+	if (!r->npend)
+		return;
+	rocm_run_flush_tlb(mw->vma, r);
+	for (k = 0; k < r->npend; k++) {
+		struct rocm_pending *p = &r->pend[k];
+
+		rocm_switch_map(&r->w, mw->vma, rocm_pending_addr(mw->vma, p),
+				p->ptep, p->old, rocm_pending_from(p), p->to);
+	}
+	r->npend = 0;
+}
+
+/* Under the PTL: break the PTE at @addr, mapping r->w.from, in a batch. */
+static bool rocm_run_break(struct rocm_run *r, struct vm_area_struct *vma,
+			   unsigned long addr, pte_t *ptep)
+{
+	pte_t old = ptep_get(ptep);
+
+	if (!rocm_switch_ok(&r->w, old))
+		return false;
+	rocm_break_entry(vma, addr, ptep, old);
+	r->pend[r->npend++] = (struct rocm_pending) {
+		.ptep = ptep, .old = old, .to = r->w.to,
+	};
+	if (r->npend == ROCM_BATCH)
+		rocm_run_flush(&r->walk);
+	return true;
+}
 
 /* Is non-present @pte a device-private or device-exclusive entry of @src? */
 static bool rocm_run_device_entry(pte_t pte, struct folio *src)
@@ -775,7 +911,8 @@ static bool rocm_run_pte(struct migrate_range_walk *mw, struct folio *src,
 		return false;
 	r->w.from = src;
 	r->w.to = dst;
-	if (rocm_switch_pte(&r->w, mw->vma, addr, ptep))
+	if (r->batch ? rocm_run_break(r, mw->vma, addr, ptep) :
+		       rocm_switch_pte(&r->w, mw->vma, addr, ptep))
 		return true;
 	r->why[i] = r->w.why;
 	return false;
@@ -913,11 +1050,14 @@ u64 migrate_rocm_move_run(struct folio *src, struct folio *dst,
 			  .pte = rocm_run_pte },
 		.w = { .check = true, .inplace = ROCM_INPLACE,
 		       .defer = ROCM_INPLACE },
+		.batch = ROCM_BATCH_BREAK && rocm_batching(),
 	};
 	struct folio *s, *d, *last = src;
 	unsigned int i;
 	u64 moved = 0, t;
 
+	if (r.batch)
+		r.walk.table_done = rocm_run_flush;
 	/* No CPU can write the folios now: copy while readers use them. */
 	for (i = 0, s = src, d = dst; i < nr; i++) {
 		migrate_stage_folio_select(ctx, idx + i);
