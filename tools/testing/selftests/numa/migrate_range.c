@@ -343,39 +343,63 @@ static void pm_bits(const char *buf, int bit, char *out)
 	out[NR] = '\0';
 }
 
-TEST_F(mr, pte_bits_carried)
+/*
+ * Move the buffer with the range remap on and check that pagemap bit
+ * @bit of every page is what it was (@before).
+ */
+static void mr_bits_carried(struct __test_metadata *_metadata,
+			    FIXTURE_DATA(mr) *self, int bit, const char *before,
+			    const char *what)
 {
-	char sd[NR + 1], wp[NR + 1], sd2[NR + 1], wp2[NR + 1];
+	char after[NR + 1];
 	struct mr_stats d;
-	int uffd, i;
-
-	if (nu_write_str("/proc/self/clear_refs", "4"))
-		SKIP(return, "no soft-dirty tracking (CONFIG_MEM_SOFT_DIRTY)");
-	uffd = uffd_wp_open(self->buf);
-	if (uffd < 0)
-		SKIP(return, "no userfaultfd write protection (CONFIG_USERFAULTFD)");
-	/* soft-dirty: every third page written since the clear */
-	for (i = 0; i < NR; i += 3)
-		__atomic_fetch_or(&self->buf[i * PAGE], 0, __ATOMIC_RELAXED);
-	/* uffd-wp: every fourth page */
-	for (i = 0; i < NR; i += 4)
-		ASSERT_EQ(0, uffd_wp_page(uffd, self->buf, i));
-	pm_bits(self->buf, PM_SOFT_DIRTY, sd);
-	pm_bits(self->buf, PM_UFFD_WP, wp);
-	/* the setup took: both bits vary from page to page */
-	ASSERT_NE(NULL, strchr(sd, '0'));
-	ASSERT_NE(NULL, strchr(sd, '1'));
-	ASSERT_NE(NULL, strchr(wp, '0'));
-	ASSERT_NE(NULL, strchr(wp, '1'));
+	int i;
 
 	mr_move(_metadata, self, "1", MPOL_MF_MOVE, &d);
 	EXPECT_LE(NR * 9 / 10, d.remapped);
-	pm_bits(self->buf, PM_SOFT_DIRTY, sd2);
-	pm_bits(self->buf, PM_UFFD_WP, wp2);
-	for (i = 0; i < NR; i++) {
-		EXPECT_EQ(sd[i], sd2[i]) TH_LOG("page %d soft-dirty", i);
-		EXPECT_EQ(wp[i], wp2[i]) TH_LOG("page %d uffd-wp", i);
-	}
+	pm_bits(self->buf, bit, after);
+	for (i = 0; i < NR; i++)
+		EXPECT_EQ(before[i], after[i]) TH_LOG("page %d %s", i, what);
+}
+
+TEST_F(mr, soft_dirty_carried)
+{
+	char sd[NR + 1];
+	int i;
+
+	if (nu_write_str("/proc/self/clear_refs", "4"))
+		SKIP(return, "no soft-dirty tracking (CONFIG_MEM_SOFT_DIRTY)");
+	/* soft-dirty: every third page written since the clear */
+	for (i = 0; i < NR; i += 3)
+		__atomic_fetch_or(&self->buf[i * PAGE], 0, __ATOMIC_RELAXED);
+	pm_bits(self->buf, PM_SOFT_DIRTY, sd);
+	ASSERT_NE(NULL, strchr(sd, '0'));
+#ifndef __x86_64__
+	/* clear_refs takes "4" on every arch; only some keep the bit */
+	if (!strchr(sd, '1'))
+		SKIP(return, "no soft-dirty bit in the page tables of this arch");
+#endif
+	/* the setup took: the bit varies from page to page */
+	ASSERT_NE(NULL, strchr(sd, '1'));
+	mr_bits_carried(_metadata, self, PM_SOFT_DIRTY, sd, "soft-dirty");
+}
+
+TEST_F(mr, uffd_wp_carried)
+{
+	char wp[NR + 1];
+	int uffd, i;
+
+	uffd = uffd_wp_open(self->buf);
+	if (uffd < 0)
+		SKIP(return, "no userfaultfd write protection (CONFIG_USERFAULTFD)");
+	/* uffd-wp: every fourth page */
+	for (i = 0; i < NR; i += 4)
+		ASSERT_EQ(0, uffd_wp_page(uffd, self->buf, i));
+	pm_bits(self->buf, PM_UFFD_WP, wp);
+	/* the setup took: the bit varies from page to page */
+	ASSERT_NE(NULL, strchr(wp, '0'));
+	ASSERT_NE(NULL, strchr(wp, '1'));
+	mr_bits_carried(_metadata, self, PM_UFFD_WP, wp, "uffd-wp");
 	close(uffd);
 }
 

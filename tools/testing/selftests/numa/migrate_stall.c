@@ -29,7 +29,9 @@
  * stage breakdown of the off and on calls side by side; --knob order
  * compares vm.migrate_address_order (move_pages(2) of a shuffled address
  * array by default), --knob range vm.migrate_range_unmap (move_pages(2)
- * of a range by default).
+ * of a range by default), --knob rocm_batch ROCM's batched break of a
+ * run's PTEs on arm64 (debugfs migrate_rocm/batch_break; the caller turns
+ * vm.migrate_rocm and vm.migrate_range_unmap on).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -56,6 +58,7 @@
 #define ROCM_SYSCTL	"/proc/sys/vm/migrate_rocm"
 #define ORDER_SYSCTL	"/proc/sys/vm/migrate_address_order"
 #define RANGE_SYSCTL	"/proc/sys/vm/migrate_range_unmap"
+#define BATCH_KNOB	"/sys/kernel/debug/migrate_rocm/batch_break"
 #define CHUNK		64		/* pages between progress stamps */
 #define MAX_WORKERS	16
 #define MAX_CALLS	4096
@@ -342,7 +345,7 @@ static const char * const stage_cols[] = {
  * (both halves identical: plain rates, for comparing kernels).
  */
 static enum {
-	KNOB_STAGES, KNOB_ROCM, KNOB_ORDER, KNOB_RANGE, KNOB_NONE
+	KNOB_STAGES, KNOB_ROCM, KNOB_ORDER, KNOB_RANGE, KNOB_BATCH, KNOB_NONE
 } knob_kind;
 
 /* A sysctl feature switch, compared with the stage breakdown on. */
@@ -352,13 +355,16 @@ static const char *knob_sysctl(void)
 		return ROCM_SYSCTL;
 	if (knob_kind == KNOB_RANGE)
 		return RANGE_SYSCTL;
+	if (knob_kind == KNOB_BATCH)
+		return BATCH_KNOB;
 	return knob_kind == KNOB_ORDER ? ORDER_SYSCTL : NULL;
 }
 
 static const char *knob_name(void)
 {
 	return knob_kind == KNOB_ROCM ? "rocm" :
-	       knob_kind == KNOB_RANGE ? "range" : "order";
+	       knob_kind == KNOB_RANGE ? "range" :
+	       knob_kind == KNOB_BATCH ? "rocm_batch" : "order";
 }
 
 /* Cumulative count and ns of each stage_cols row; false if unreadable. */
@@ -1044,7 +1050,8 @@ static void run_bench(void)
 	FILE *csv = opt.csv ? fopen(opt.csv, "w") : NULL;
 	FILE *sum = NULL;
 	const struct variant *v = NULL;
-	const char *def = knob_kind == KNOB_ROCM ? "file_ro_tmpfs" :
+	const char *def = knob_kind == KNOB_ROCM || knob_kind == KNOB_BATCH ?
+			  "file_ro_tmpfs" :
 			  knob_kind == KNOB_ORDER ? "move_pages_shuf" : "move_pages_4k";
 	char path[512];
 
@@ -1133,7 +1140,7 @@ static void usage(const char *prog)
 	printf("Usage: %s [-b MiB] [-B sec] [-s sec] [-w workers] [-v variant]\n"
 	       "          [-o hist.csv] [--force]\n"
 	       "       %s --bench [-r rounds] [-S sec] [-M MiB] [-v variant] [-o csv]\n"
-	       "          [--loads idle,read,rw,rw_hog] [--knob stages|rocm|order|range|none]\n"
+	       "          [--loads idle,read,rw,rw_hog] [--knob stages|rocm|order|range|rocm_batch|none]\n"
 	       "  variants: move_pages_4k move_pages_thp mbind_4k migrate_pages_4k\n"
 	       "            file_ro_tmpfs file_ro_ext4 (needs --ext4-dir) shared_fork move_pages_shuf\n",
 	       prog, prog);
@@ -1200,6 +1207,8 @@ static void parse_args(int argc, char **argv)
 				knob_kind = KNOB_ORDER;
 			} else if (!strcmp(optarg, "range")) {
 				knob_kind = KNOB_RANGE;
+			} else if (!strcmp(optarg, "rocm_batch")) {
+				knob_kind = KNOB_BATCH;
 			} else if (!strcmp(optarg, "none")) {
 				knob_kind = KNOB_NONE;
 			} else if (strcmp(optarg, "stages")) {
