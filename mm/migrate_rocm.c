@@ -762,14 +762,6 @@ bool migrate_rocm_move(struct folio *src, struct folio *dst)
 }
 
 /*
- * ROCM's switch of a run: the folios that passed the check walk, of one
- * anon_vma or file mapping in ascending index order within one PTE
- * table's span (migrate_range_joins()).  Each PTE is switched as
- * migrate_rocm_move() switches it, but the whole run is one rmap walk:
- * the rmap lock once, the interval tree once over the run's offsets, per
- * VMA one notifier range, and per PTE table one walk and one lock.
- */
-/*
  * arm64 breaks a run's PTEs in batches (rocm_run_break()): under one PTE
  * lock every PTE of a batch goes to a migration entry and its TLBI is
  * issued (DSB ISHST, TLBI: arch_tlbbatch_add_pending()), one DSB ISH
@@ -781,7 +773,11 @@ bool migrate_rocm_move(struct folio *src, struct folio *dst)
  * broken PTE waits for the lock in migration_entry_wait() and then finds
  * the new PTE, as with one PTE at a time; with the lock dropped in
  * between it would find the migration entry and sleep on the folio lock.
- * The batch is small so that it fits on the stack.
+ * The batch is small so that it fits on the stack.  (A range TLBI over
+ * the batch's span would not do: a run's PTEs may lie anywhere in a page
+ * table; without FEAT_TLBIRANGE a 512-page span makes flush_tlb_range()
+ * flush the whole mm, with it unrelated entries go too.)  The saving is
+ * expected on hardware, not measured: TCG models neither barrier.
  */
 #define ROCM_BATCH_BREAK	ROCM_BREAK_ENTRY
 #define ROCM_BATCH		(ROCM_BATCH_BREAK ? 8 : 1)
@@ -793,6 +789,14 @@ struct rocm_pending {
 	struct folio *to;
 };
 
+/*
+ * ROCM's switch of a run: the folios that passed the check walk, of one
+ * anon_vma or file mapping in ascending index order within one PTE
+ * table's span (migrate_range_joins()).  Each PTE is switched as
+ * migrate_rocm_move() switches it, but the whole run is one rmap walk:
+ * the rmap lock once, the interval tree once over the run's offsets, per
+ * VMA one notifier range, and per PTE table one walk and one lock.
+ */
 struct rocm_run {
 	struct migrate_range_walk walk;	/* run, VMA, per-PTE callback */
 	struct rocm_walk w;		/* for rocm_switch_pte(), rocm_switch_map() */
@@ -827,6 +831,7 @@ static void rocm_run_flush_tlb(struct vm_area_struct *vma, struct rocm_run *r)
 					  rocm_pending_addr(vma, &r->pend[k]));
 	arch_tlbbatch_flush(&batch);
 #else
+	/* not reached: only arm64 breaks in batches (ROCM_BATCH_BREAK) */
 	for (k = 0; k < r->npend; k++)
 		flush_tlb_page(vma, rocm_pending_addr(vma, &r->pend[k]));
 #endif
@@ -862,6 +867,9 @@ static bool rocm_run_break(struct rocm_run *r, struct vm_area_struct *vma,
 
 	if (!rocm_switch_ok(&r->w, old))
 		return false;
+	/* rocm_run_flush() finds the source and the address from @old */
+	VM_WARN_ON_ONCE(pte_pfn(old) != folio_pfn(r->w.from) ||
+			vma_address(vma, r->w.from->index, 1) != addr);
 	rocm_break_entry(vma, addr, ptep, old);
 	r->pend[r->npend++] = (struct rocm_pending) {
 		.ptep = ptep, .old = old, .to = r->w.to,
