@@ -32,15 +32,6 @@ struct migrate_range_walk {
 	void (*table_done)(struct migrate_range_walk *w);
 };
 
-static __always_inline void
-migrate_range_walk_unlock(struct migrate_range_walk *w, pte_t *ptes,
-			  spinlock_t *ptl)
-{
-	if (w->table_done)
-		w->table_done(w);
-	pte_unmap_unlock(ptes, ptl);
-}
-
 /*
  * Call w->pte() for each folio of the run at its address in w->vma, a
  * PTE table at a time (one walk down and one lock per table).  Without a
@@ -64,8 +55,11 @@ migrate_range_walk_ptes(struct migrate_range_walk *w)
 
 		if (!IS_ERR_VALUE(addr) && (dst || folio_mapped(src))) {
 			if ((addr & PMD_MASK) != table) {
-				if (ptes)
-					migrate_range_walk_unlock(w, ptes, ptl);
+				if (ptes) {
+					if (w->table_done)
+						w->table_done(w);
+					pte_unmap_unlock(ptes, ptl);
+				}
 				table = addr & PMD_MASK;
 				pmd = mm_find_pmd(mm, table);
 				ptes = pmd ? pte_offset_map_lock(mm, pmd, table,
@@ -80,8 +74,11 @@ migrate_range_walk_ptes(struct migrate_range_walk *w)
 		if (dst)
 			dst = list_next_entry(dst, lru);
 	}
-	if (ptes)
-		migrate_range_walk_unlock(w, ptes, ptl);
+	if (ptes) {
+		if (w->table_done)
+			w->table_done(w);
+		pte_unmap_unlock(ptes, ptl);
+	}
 	return done;
 }
 
