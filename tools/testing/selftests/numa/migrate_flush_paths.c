@@ -330,10 +330,12 @@ static long compact_fn(void *arg)
 }
 
 /*
- * Both ways: stock, a round per reader and page; deferred, one a batch,
- * and the batches are groups: far fewer rounds than pages (compaction
- * also moves pages that cost no round, so the first bound alone could
- * not tell).
+ * Both ways: stock, about a round per reader and page, at least one per
+ * page moved (compaction once flushed 95 rounds for 64 pages with two
+ * readers: a reader's mapping may be gone or not yet made); deferred,
+ * one a batch, and the batches are groups: far fewer rounds than pages
+ * (compaction also moves pages that cost no round, so the first bound
+ * alone could not tell).
  */
 static void check(struct __test_metadata *_metadata, const struct nu_flush_count *c,
 		  int moved)
@@ -343,7 +345,7 @@ static void check(struct __test_metadata *_metadata, const struct nu_flush_count
 	       c[1].batches);
 	if (!c[0].rounds)
 		SKIP(return, "no IPI flush traced: broadcast TLBI (arm64) or a paravirt flush");
-	EXPECT_GE(c[0].rounds, moved * 3 / 2);
+	EXPECT_GE(c[0].rounds, moved);
 	EXPECT_LE(1, c[1].rounds);
 	EXPECT_LE(c[1].rounds, c[1].batches);
 	EXPECT_LE(c[1].rounds, moved / 8);
