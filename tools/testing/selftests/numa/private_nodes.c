@@ -776,7 +776,7 @@ TEST_F(pn, reclaim_off)
 }
 
 /*
- * Without the cap every page stays on the node for 20 s of touching;
+ * Without the cap every page stays on the node for NB_OFF_SECS of touching;
  * then, claimed again with it, every page leaves within 90 s.
  */
 TEST_F_TIMEOUT(pn, numa_balancing, 300)
@@ -789,7 +789,7 @@ TEST_F_TIMEOUT(pn, numa_balancing, 300)
 	if (why || cpu < 0)
 		SKIP(return, "%s", why ?: "node 0 has no CPU");
 	CLAIM(CAP_USER_NUMA | CAP_HOTUNPLUG, "movable");
-	left = balance_off(self->nid, cpu, 20, &placed, &intact);
+	left = balance_off(self->nid, cpu, NB_OFF_SECS, &placed, &intact);
 	ASSERT_LT(0, placed) TH_LOG("move_pages placed nothing on the node");
 	EXPECT_EQ(placed, left) TH_LOG("moved off a node without the cap");
 	EXPECT_TRUE(intact);

@@ -1009,7 +1009,7 @@ TEST_F_TIMEOUT(pf, demotion_off, 300)
 /*
  * Memory tiering mode: a task on node 0 reading pages that sit on the
  * node (a tier below node 0) gets them promoted there, with the cap; for
- * 20 s without it they stay.  @nb_cap: claim with NUMA_BALANCING.
+ * NB_OFF_SECS without it they stay.  @nb_cap: claim with NUMA_BALANCING.
  */
 static void promote(struct __test_metadata *_metadata,
 		    FIXTURE_DATA(pf) *self, bool fence, bool nb_cap)
@@ -1029,7 +1029,7 @@ static void promote(struct __test_metadata *_metadata,
 	why = balancing_on(self->was_nb, &self->balancing, "2");
 	if (why || cpu < 0)
 		SKIP(return, "%s", why ?: "node 0 has no CPU");
-	left = balance_off(self->nid, cpu, nb_cap ? 90 : 20, &placed, &intact);
+	left = balance_off(self->nid, cpu, nb_cap ? 90 : NB_OFF_SECS, &placed, &intact);
 	ASSERT_LT(0, placed) TH_LOG("move_pages placed nothing on the node");
 	EXPECT_TRUE(intact);
 	prom = nu_vmstat("pgpromote_success") - prom;

@@ -27,6 +27,13 @@
 #define SCAN_DELAY	"/sys/kernel/debug/sched/numa_balancing/scan_delay_ms"
 #define SCAN_MIN	"/sys/kernel/debug/sched/numa_balancing/scan_period_min_ms"
 #define NB_LEN		(1UL << 20)
+/*
+ * How long pages must stay on a node whose owner did not grant NUMA
+ * balancing.  With the cap, balancing_on()'s settings (scan delay 0,
+ * period 10 ms) move them all within about a second, in the TCG guest
+ * too: the window is ten times that.
+ */
+#define NB_OFF_SECS	10
 
 /* Write a formatted line to a provider file: 0 or -errno. */
 __printf(2, 3) int npt_write(const char *file, const char *fmt, ...);
