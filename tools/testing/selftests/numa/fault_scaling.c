@@ -845,8 +845,10 @@ int main(int argc, char **argv)
 	if (opt.force)
 		perf_gate = NULL;
 	/*
-	 * In a VM the bounds that need long measurements are not applied;
-	 * the others (faults per touch, local allocation) need no more.
+	 * In a VM the bounds that need long measurements are not applied.
+	 * Faults per touch and local allocation are ratios that a second
+	 * measures as well; a worker starved in every repetition and a
+	 * point without one operation in a whole second still fail.
 	 */
 	if (nu_in_vm() && !opt.force && !opt.timed) {
 		opt.warmup = 0.3;

@@ -98,7 +98,7 @@ long balance_off(int nid, int cpu, int secs, long *placed, bool *intact)
 	if (!pid) {
 		char *p = mmap(NULL, NB_LEN, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		double end = nu_now() + secs;
+		double start = nu_now(), end = start + secs;
 
 		nu_pin_cpu(cpu);
 		if (p != MAP_FAILED) {
@@ -111,6 +111,10 @@ long balance_off(int nid, int cpu, int secs, long *placed, bool *intact)
 				res[0] = nu_pages_on(p, NB_LEN, nid);
 			}
 			res[1] = nu_intact(p, NB_LEN, 0xba1);
+			/* what NB_OFF_SECS is measured against */
+			if (res[2] > 0 && !res[0])
+				fprintf(stderr, "# node %d emptied after %.1f s of touching\n",
+					nid, nu_now() - start);
 		}
 		if (write(pipefd[1], res, sizeof(res)) != sizeof(res))
 			_exit(1);

@@ -8,6 +8,13 @@
 
 dir=$(dirname "$0")
 . "$dir/ext4_loop.sh"
+# rocm restores the writeback interval it changes at exit, but not when a
+# signal (the runner's timeout) kills it: then this does.
+wb_file=/proc/sys/vm/dirty_writeback_centisecs
+wb=$(cat "$wb_file" 2>/dev/null)
+trap '[ -z "$wb" ] || { echo "$wb" > "$wb_file"; } 2>/dev/null' EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
 ext4_setup
 "$dir/rocm" --ext4-dir="$EXT4_DIR" --ext4-only "$@"
 rc=$?
