@@ -771,13 +771,35 @@ static int nu_inst_write(const char *inst, const char *file, const char *val)
 	return n < 0 ? -1 : 0;
 }
 
+/* Was @ev[@i]'s event already set up by an earlier entry? */
+static bool nu_event_seen(const struct nu_event *ev, int i)
+{
+	for (int j = 0; j < i; j++)
+		if (!strcmp(ev[j].name, ev[i].name))
+			return true;
+	return false;
+}
+
+/*
+ * Entries may share an event (counted apart by .match) and then its
+ * filter: each event's filter and enable are written once, since every
+ * filter that replaces another waits for RCU grace periods.
+ */
 static int nu_inst_events(const char *inst, struct nu_event *ev, int n,
 			  bool on)
 {
 	char file[128];
 	int rc = 0;
 
+	/* one filter per event: entries sharing it must agree */
+	for (int i = 0; i < n; i++)
+		for (int j = i + 1; j < n; j++)
+			if (!strcmp(ev[j].name, ev[i].name) &&
+			    strcmp(ev[j].filter, ev[i].filter))
+				return -1;
 	for (int i = 0; i < n; i++) {
+		if (nu_event_seen(ev, i))
+			continue;
 		snprintf(file, sizeof(file), "events/%s/filter", ev[i].name);
 		if (on && *ev[i].filter)
 			rc |= nu_inst_write(inst, file, ev[i].filter);

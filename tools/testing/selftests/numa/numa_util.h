@@ -108,8 +108,10 @@ int nu_fork_sharers(pid_t *kids, int n, void (*fn)(void *arg), void *arg);
  * Trace events while @fn(@arg) runs, in a tracing instance of this
  * process's own.  Each @ev names an event ("tlb/tlb_flush") and a filter
  * ("" for none); count gets the lines of that event that contain @match
- * (NULL: every line).  Returns what @fn returned in @ret, and 0; -1 when
- * tracefs or an event is missing.
+ * (NULL: every line).  Several entries may name one event with
+ * different matches, and then the same filter.  Returns what @fn
+ * returned in @ret, and 0; -1 when tracefs or an event is missing, or
+ * entries of one event disagree on its filter.
  */
 struct nu_event {
 	const char *name;
