@@ -16,7 +16,9 @@
 
 #define pr_fmt(fmt) "node_private: " fmt
 
+#include <linux/cpuset.h>
 #include <linux/debugfs.h>
+#include <linux/fs.h>
 #include <linux/gfp.h>
 #include <linux/memcontrol.h>
 #include <linux/memory.h>
@@ -50,6 +52,10 @@ EXPORT_SYMBOL_GPL(node_private_caps);
 
 static DEFINE_MUTEX(node_private_lock);
 static struct node_private *node_private_owner[MAX_NUMNODES];
+/* A registration holds node_private_key on; under node_private_lock. */
+static bool node_private_key_kept;
+/* Drivers adding normal memory to each node (node_private_hold_normal()). */
+static unsigned int node_private_normal_holds[MAX_NUMNODES];
 
 /**
  * node_private_check_caps - validate a capability word
@@ -141,21 +147,13 @@ static struct node_fence *node_fence_of(int nid)
 	return smp_load_acquire(&node_fences[nid]);
 }
 
+/* Allocate @nid's fence state once; a failing registration keeps it. */
 static int node_fence_alloc(int nid)
 {
-	struct node_fence *nf = node_fence_of(nid);
+	struct node_fence *nf;
 
-	if (nf) {
-		/* A new registration starts with a clean slate. */
-		spin_lock(&nf->lock);
-		WRITE_ONCE(nf->clock.closed, false);
-		nf->clock.backoff = 0;
-		nf->clock.start = jiffies;
-		atomic_long_set(&nf->demoted, 0);
-		atomic_long_set(&nf->cow, 0);
-		spin_unlock(&nf->lock);
+	if (node_fence_of(nid))
 		return 0;
-	}
 	nf = kzalloc(sizeof(*nf), GFP_KERNEL);
 	if (!nf)
 		return -ENOMEM;
@@ -170,6 +168,25 @@ static int node_fence_alloc(int nid)
 		kfree(nf);
 	mutex_unlock(&node_private_lock);
 	return 0;
+}
+
+/*
+ * A registration that succeeded starts with a clean slate; one that
+ * failed leaves the breaker as it was.  Under node_private_lock.
+ */
+static void node_fence_reset(int nid)
+{
+	struct node_fence *nf = node_fence_of(nid);
+
+	if (!nf)
+		return;
+	spin_lock(&nf->lock);
+	WRITE_ONCE(nf->clock.closed, false);
+	nf->clock.backoff = 0;
+	nf->clock.start = jiffies;
+	atomic_long_set(&nf->demoted, 0);
+	atomic_long_set(&nf->cow, 0);
+	spin_unlock(&nf->lock);
 }
 
 /**
@@ -416,12 +433,14 @@ static int node_private_block_on(struct memory_block *mem, void *arg)
  *
  * Return: 0; -EINVAL for a bad @nid or caps; -EOPNOTSUPP for caps this
  * kernel lacks; -EBUSY if the node has normal memory, memory blocks
- * (even offline ones) when it is first registered, another owner, or
- * online memory whose caps would change.
+ * (even offline ones) when it is first registered, another owner, a
+ * driver adding normal memory to it, or online memory whose caps would
+ * change.
  */
 int node_private_register(int nid, struct node_private *np)
 {
 	unsigned long caps;
+	bool keep = false;
 	int ret;
 
 	if (!np || nid < 0 || nid >= MAX_NUMNODES || !node_possible(nid))
@@ -433,8 +452,12 @@ int node_private_register(int nid, struct node_private *np)
 	if ((caps & NODE_PRIVATE_POLICY_WRITE_FENCE) && node_fence_alloc(nid))
 		return -ENOMEM;
 
-	/* Before mem_hotplug_lock: the key takes cpu_hotplug_lock. */
-	static_branch_enable(&node_private_key);
+	/*
+	 * On before the node is set, so that memory onlined the moment it is
+	 * counts as private; a failed registration takes its reference back.
+	 * Before mem_hotplug_lock: the key takes cpu_hotplug_lock.
+	 */
+	static_branch_inc(&node_private_key);
 
 	mutex_lock(&node_private_lock);
 	get_online_mems();
@@ -444,6 +467,10 @@ int node_private_register(int nid, struct node_private *np)
 		ret = -EBUSY;
 	} else if (node_private_owner[nid] && node_private_owner[nid] != np) {
 		pr_info("node %d already has an owner\n", nid);
+		ret = -EBUSY;
+	} else if (node_private_normal_holds[nid]) {
+		pr_info("node %d is getting normal memory, it cannot become private\n",
+			nid);
 		ret = -EBUSY;
 	} else if (!node_private_owner[nid] &&
 		   for_each_memory_block(&nid, node_private_block_on)) {
@@ -461,9 +488,15 @@ int node_private_register(int nid, struct node_private *np)
 		/* Caps visible before anyone sees the node as private. */
 		smp_wmb();
 		node_set(nid, node_private_nodes);
+		node_fence_reset(nid);
+		keep = !node_private_key_kept;
+		node_private_key_kept = true;
 	}
 	put_online_mems();
 	mutex_unlock(&node_private_lock);
+	/* The first registration that succeeds keeps the key on for good. */
+	if (!keep)
+		static_branch_dec(&node_private_key);
 	return ret;
 }
 EXPORT_SYMBOL_GPL(node_private_register);
@@ -471,14 +504,16 @@ EXPORT_SYMBOL_GPL(node_private_register);
 /**
  * node_private_unregister - give up ownership of private node @nid
  * @nid: a node registered with node_private_register()
+ * @np: the owner that registered it
  *
- * The node's memory must be offline (and is best removed) first; memory
- * onlined after this returns is ordinary memory.
+ * The node's memory must be removed first: memory blocks left behind,
+ * even offline ones, would be onlined later as ordinary memory.
  *
- * Return: 0; -EINVAL if @nid is not registered; -EBUSY, leaving the node
- * untouched, while any of its memory is online.
+ * Return: 0; -EINVAL if @nid is not registered; -EPERM if @np is not its
+ * owner; -EBUSY, leaving the node untouched, while any of its memory is
+ * online or any memory block of it is left.
  */
-int node_private_unregister(int nid)
+int node_private_unregister(int nid, struct node_private *np)
 {
 	int ret = 0;
 
@@ -489,8 +524,15 @@ int node_private_unregister(int nid)
 	get_online_mems();
 	if (!node_private_owner[nid]) {
 		ret = -EINVAL;
+	} else if (node_private_owner[nid] != np) {
+		pr_info("node %d: unregister by one that is not its owner\n",
+			nid);
+		ret = -EPERM;
 	} else if (node_state(nid, N_MEMORY_PRIVATE)) {
 		pr_info("node %d still has private memory online\n", nid);
+		ret = -EBUSY;
+	} else if (for_each_memory_block(&nid, node_private_block_on)) {
+		pr_info("node %d still has memory blocks\n", nid);
 		ret = -EBUSY;
 	} else {
 		node_clear(nid, node_private_nodes);
@@ -502,6 +544,50 @@ int node_private_unregister(int nid)
 	return ret;
 }
 EXPORT_SYMBOL_GPL(node_private_unregister);
+
+/**
+ * node_private_hold_normal - keep @nid from turning private while a driver
+ * adds normal memory to it
+ * @nid: the node the driver adds to
+ *
+ * A driver that hot-adds ordinary memory checks the node is not private
+ * and adds later: a registration in between would make that memory the
+ * registrant's.  Holding the node closes the window; once the memory
+ * blocks exist, node_private_register() refuses on them anyway.
+ *
+ * Return: 0, to be paired with node_private_release_normal(); -EBUSY if
+ * the node is private already.
+ */
+int node_private_hold_normal(int nid)
+{
+	int ret = 0;
+
+	if (nid < 0 || nid >= MAX_NUMNODES)
+		return -EINVAL;
+	mutex_lock(&node_private_lock);
+	if (node_private_owner[nid])
+		ret = -EBUSY;
+	else
+		node_private_normal_holds[nid]++;
+	mutex_unlock(&node_private_lock);
+	return ret;
+}
+EXPORT_SYMBOL_GPL(node_private_hold_normal);
+
+/**
+ * node_private_release_normal - end a node_private_hold_normal()
+ * @nid: the node held
+ */
+void node_private_release_normal(int nid)
+{
+	if (nid < 0 || nid >= MAX_NUMNODES)
+		return;
+	mutex_lock(&node_private_lock);
+	if (!WARN_ON_ONCE(!node_private_normal_holds[nid]))
+		node_private_normal_holds[nid]--;
+	mutex_unlock(&node_private_lock);
+}
+EXPORT_SYMBOL_GPL(node_private_release_normal);
 
 /**
  * folio_alloc_node_private - allocate a folio on a private node
@@ -622,11 +708,43 @@ void node_private_clear_state(int nid)
 }
 
 /*
- * mempolicy.  A policy may name at most one private node, and only one
- * whose owner granted USER_NUMA; only MPOL_BIND and MPOL_PREFERRED can.
- * Such a policy carries MPOL_F_PRIVATE and allocates through the private
- * node's PRIVATE zonelist.  cpuset does not partition private nodes.
+ * mempolicy.  A policy may use a private node only if it names no other
+ * node, the owner granted USER_NUMA and the mode is MPOL_BIND or
+ * MPOL_PREFERRED.  Such a policy carries MPOL_F_PRIVATE and allocates
+ * through the private node's PRIVATE zonelist.
+ *
+ * cpuset: a task whose cpuset leaves out a node with normal memory is
+ * confined, and users' placement never takes a confined task's memory
+ * to a private node (cpuset.mems cannot name one).  @mems: the cpuset
+ * of the task whose memory moves, when that is not current; or NULL.
  */
+static bool node_private_unconfined(const nodemask_t *mems)
+{
+	if (!cpusets_enabled())
+		return true;
+	return nodes_subset(node_states[N_MEMORY],
+			    cpuset_current_mems_allowed) &&
+	       (!mems || nodes_subset(node_states[N_MEMORY], *mems));
+}
+
+/* May a @pol policy place folios on private node @nid?  Says why not. */
+static bool mpol_private_usable(const struct mempolicy *pol, int nid)
+{
+	const char *why = NULL;
+
+	if (!node_state(nid, N_MEMORY_PRIVATE) || !node_allows_user_numa(nid))
+		why = "does not allow user NUMA placement";
+	else if (!node_private_unconfined(NULL))
+		why = "is out of reach of a task its cpuset confines";
+	else if (node_write_fenced(nid))
+		why = "is write-fenced: folios reach it only by migration";
+	else if (pol->mode != MPOL_BIND && pol->mode != MPOL_PREFERRED)
+		why = "takes only bind or preferred policies";
+	if (why)
+		pr_info_ratelimited("private node %d %s\n", nid, why);
+	return !why;
+}
+
 int mpol_private_nodemask(struct mempolicy *pol, const nodemask_t *nodes,
 			  nodemask_t *allowed)
 {
@@ -640,29 +758,42 @@ int mpol_private_nodemask(struct mempolicy *pol, const nodemask_t *nodes,
 	if (nodes_empty(priv))
 		return 0;
 
-	nid = first_node(priv);
+	/*
+	 * Beside normal nodes the policy can use, private nodes are left out
+	 * silently, as memoryless nodes are: masks built from every node
+	 * with memory (numactl's "all") keep working and keep off private
+	 * memory.  Only a policy that names nothing else uses the node.
+	 */
+	if (nodes_intersects(*nodes, *allowed))
+		return 0;
 	if (nodes_weight(priv) > 1) {
 		pr_info_ratelimited("a policy may name one private node\n");
 		return -EINVAL;
 	}
-	if (!node_state(nid, N_MEMORY_PRIVATE) || !node_allows_user_numa(nid)) {
-		pr_info_ratelimited("node %d does not allow user NUMA placement\n",
-				    nid);
+	nid = first_node(priv);
+	if (!mpol_private_usable(pol, nid))
 		return -EINVAL;
-	}
-	if (node_write_fenced(nid)) {
-		pr_info_ratelimited("node %d is write-fenced: folios reach it only by migration\n",
-				    nid);
-		return -EINVAL;
-	}
-	if (pol->mode != MPOL_BIND && pol->mode != MPOL_PREFERRED) {
-		pr_info_ratelimited("private node %d: only bind or preferred\n",
-				    nid);
-		return -EINVAL;
-	}
 	node_set(nid, *allowed);
 	pol->flags |= MPOL_F_PRIVATE;
 	return 0;
+}
+
+/*
+ * A shared policy (tmpfs, shm) on a private node decides where every user
+ * of the file allocates, and a full node then OOM-kills whoever allocates
+ * next: only the file's owner may set one.
+ */
+int mpol_private_shared_check(struct vm_area_struct *vma,
+			      const struct mempolicy *pol)
+{
+	struct file *file = vma->vm_file;
+
+	if (!(pol->flags & MPOL_F_PRIVATE) ||
+	    (pol->flags & MPOL_F_PRIVATE_OWNER) || !file ||
+	    inode_owner_or_capable(file_mnt_idmap(file), file_inode(file)))
+		return 0;
+	pr_info_ratelimited("a shared policy on a private node needs the file's owner\n");
+	return -EPERM;
 }
 
 /* The private node of an MPOL_F_PRIVATE policy, NUMA_NO_NODE if gone. */
@@ -707,8 +838,14 @@ static int mpol_private_usable_node(const struct mempolicy *pol, gfp_t gfp)
 	if (pnid == NUMA_NO_NODE || !node_state(pnid, N_MEMORY_PRIVATE) ||
 	    node_write_fenced(pnid))
 		return NUMA_NO_NODE;
+	/*
+	 * Reclaim allocates for other tasks' memory under this task's policy
+	 * (zsmalloc pages for zram and zswap): that never goes on the node.
+	 */
+	if (current->flags & PF_MEMALLOC)
+		return NUMA_NO_NODE;
 	if (!(pol->flags & MPOL_F_PRIVATE_OWNER) &&
-	    !node_allows_user_numa(pnid))
+	    (!node_allows_user_numa(pnid) || !node_private_unconfined(NULL)))
 		return NUMA_NO_NODE;
 	if (!(current_gfp_context(gfp) & __GFP_MOVABLE) &&
 	    (!node_allows_ltpin(pnid) || !node_private_has_kernel_zone(pnid)))
@@ -765,25 +902,45 @@ struct page *mpol_private_alloc_noprof(gfp_t gfp, unsigned int order,
 					     ALLOC_ZONELIST_PRIVATE);
 }
 
+/* Drop from @mask the private nodes not in @user; -EINVAL if none is left. */
+static int node_private_prune(nodemask_t *mask, const nodemask_t *user)
+{
+	nodemask_t bad;
+
+	nodes_and(bad, *mask, node_private_nodes);
+	nodes_andnot(bad, bad, *user);
+	if (nodes_empty(bad))
+		return 0;
+	if (nodes_subset(*mask, bad)) {
+		pr_info_ratelimited("migrate_pages: private nodes %*pbl are not open to this request (USER_NUMA, cpuset)\n",
+				    nodemask_pr_args(&bad));
+		return -EINVAL;
+	}
+	nodes_andnot(*mask, *mask, bad);
+	return 0;
+}
+
 /*
  * migrate_pages(2): @old and @new may name private nodes only with
- * USER_NUMA; @allowed (the caller's cpuset) gains the ones @new names.
+ * USER_NUMA.  Others are dropped from a mask that names more (a mask of
+ * every node with memory, say); a mask that names only such nodes fails.
+ * @allowed (the cpuset of the caller, or of the task whose memory moves)
+ * gains the usable ones @new names, unless either cpuset confines.
  */
-int node_private_migrate_nodes(const nodemask_t *old, const nodemask_t *new,
+int node_private_migrate_nodes(nodemask_t *old, nodemask_t *new,
 			       nodemask_t *allowed)
 {
-	nodemask_t named, user;
+	nodemask_t user;
 
 	if (!node_private_enabled())
 		return 0;
-	nodes_or(named, *old, *new);
-	nodes_and(named, named, node_private_nodes);
-	node_private_user_nodes(&user);
-	if (!nodes_subset(named, user)) {
-		pr_info_ratelimited("migrate_pages: private nodes %*pbl do not allow user NUMA\n",
-				    nodemask_pr_args(&named));
+	/* Moving off a node needs its USER_NUMA only; onto it, no cpuset. */
+	node_private_user_nodes(&user, NULL, false);
+	if (node_private_prune(old, &user))
 		return -EINVAL;
-	}
+	node_private_user_nodes(&user, allowed, true);
+	if (node_private_prune(new, &user))
+		return -EINVAL;
 	nodes_and(user, user, *new);
 	nodes_or(*allowed, *allowed, user);
 	return 0;
@@ -791,14 +948,18 @@ int node_private_migrate_nodes(const nodemask_t *old, const nodemask_t *new,
 
 /*
  * Nodes of a user request (move_pages, migrate_pages(2)) that it may name:
- * private nodes with memory online and USER_NUMA.
+ * private nodes with memory online and USER_NUMA; as targets (@onto),
+ * none if the caller's cpuset or @task_mems (the cpuset of the task whose
+ * memory moves) confines.
  */
-void node_private_user_nodes(nodemask_t *mask)
+void node_private_user_nodes(nodemask_t *mask, const nodemask_t *task_mems,
+			     bool onto)
 {
 	int nid;
 
 	nodes_clear(*mask);
-	if (!node_private_enabled())
+	if (!node_private_enabled() ||
+	    (onto && !node_private_unconfined(task_mems)))
 		return;
 	for_each_node_mask(nid, node_private_nodes)
 		if (node_state(nid, N_MEMORY_PRIVATE) &&

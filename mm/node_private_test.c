@@ -130,7 +130,7 @@ static int npt_claim(int nid, unsigned long caps, enum mmop type, int adist)
 		struct memory_dev_type *mtype = alloc_memory_type(adist);
 
 		if (IS_ERR(mtype)) {
-			node_private_unregister(nid);
+			node_private_unregister(nid, &npt_owner[0][nid]);
 			return PTR_ERR(mtype);
 		}
 		init_node_memory_type(nid, mtype);
@@ -197,7 +197,7 @@ static int npt_release(int nid)
 			return ret;
 		r->claimed = false;
 	}
-	ret = node_private_unregister(nid);
+	ret = node_private_unregister(nid, &npt_owner[0][nid]);
 	if (!ret && npt_mtype[nid]) {
 		clear_node_memory_type(nid, npt_mtype[nid]);
 		put_memory_type(npt_mtype[nid]);
@@ -271,10 +271,20 @@ static ssize_t release_write(struct file *file, const char __user *ubuf,
 	return nid_write(file, ubuf, len, npt_release);
 }
 
+/* Unregister @nid for whichever of the provider's owners holds it. */
+static int npt_unregister(int nid)
+{
+	int ret = node_private_unregister(nid, &npt_owner[0][nid]);
+
+	if (ret == -EPERM)
+		ret = node_private_unregister(nid, &npt_owner[1][nid]);
+	return ret;
+}
+
 static ssize_t unregister_write(struct file *file, const char __user *ubuf,
 				size_t len, loff_t *ppos)
 {
-	return nid_write(file, ubuf, len, node_private_unregister);
+	return nid_write(file, ubuf, len, npt_unregister);
 }
 
 static ssize_t register_write(struct file *file, const char __user *ubuf,

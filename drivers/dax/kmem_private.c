@@ -9,8 +9,9 @@
  *                    0|1 each: the node's NODE_PRIVATE_CAP_* bits
  *   write_fence      0|1: NODE_PRIVATE_POLICY_WRITE_FENCE
  *
- * They are writable only while the instance is not bound to kmem
- * (-EBUSY): a private node's caps are fixed while its memory is online.
+ * They are writable only while the instance is not bound to kmem and
+ * holds no registration (-EBUSY): a private node's caps are fixed while
+ * its memory is online, and a remove that left memory keeps the node.
  * The write accepts any combination; one the kernel rejects (DEMOTION
  * without RECLAIM, WRITE_FENCE with LTPIN, a cap it does not implement, a
  * node that already has normal memory or another owner) fails the kmem bind instead, with the
@@ -58,7 +59,7 @@ static ssize_t dev_dax_private_store(struct device *dev, const char *buf,
 	rc = down_write_killable(&dax_dev_rwsem);
 	if (rc)
 		return rc;
-	if (dev_dax_kmem_bound(dev))
+	if (dev_dax_kmem_bound(dev) || p->registered)
 		rc = -EBUSY;
 	else if (!cap)
 		p->enabled = val;
@@ -126,30 +127,46 @@ const struct attribute_group dev_dax_private_attribute_group = {
  * dax_dev_rwsem: a sysfs write either lands before (and is used) or sees
  * kmem bound and fails.  An instance that is not private may not add
  * memory to a private node: it would become the other owner's memory.
+ * It holds the node normal until dev_dax_private_probed(), so that no
+ * registration slips in between this check and its memory blocks.
  * While registered, the instance holds a reference on its device, so the
  * struct node_private the node points to outlives any failed remove.
+ * One private instance per node: a second one fails with -EBUSY (the
+ * node has another owner).
  *
- * Return: 0; -EBUSY for an ordinary instance on a private node; or the
- * error of node_private_register().
+ * Return: 0; -EBUSY for an ordinary instance on a private node; -EINVAL
+ * for a write-fenced instance with memmap_on_memory; or the error of
+ * node_private_register().
  */
 int dev_dax_private_register(struct dev_dax *dev_dax, int nid)
 {
 	struct dev_dax_private *p = &dev_dax->private_node;
-	bool enabled;
+	bool enabled, memmap;
 	int rc;
 
 	down_read(&dax_dev_rwsem);
 	enabled = p->enabled;
+	memmap = dev_dax->memmap_on_memory;
 	p->np.owner = dev_dax;
 	p->np.caps = p->caps;
 	up_read(&dax_dev_rwsem);
 	if (!enabled) {
-		if (!node_is_private(nid))
-			return 0;
+		rc = node_private_hold_normal(nid);
+		if (rc) {
+			dev_warn(&dev_dax->dev,
+				 "node %d is private: set 'private' to add memory to it\n",
+				 nid);
+			return rc;
+		}
+		p->holds_normal = true;
+		return 0;
+	}
+	/* The kernel writes struct pages all the time: never on the media. */
+	if (memmap && (p->np.caps & NODE_PRIVATE_POLICY_WRITE_FENCE)) {
 		dev_warn(&dev_dax->dev,
-			 "node %d is private: set 'private' to add memory to it\n",
+			 "node %d: write_fence needs memmap_on_memory off\n",
 			 nid);
-		return -EBUSY;
+		return -EINVAL;
 	}
 	if (p->registered)	/* kept by a remove that left memory */
 		return 0;
@@ -166,22 +183,47 @@ int dev_dax_private_register(struct dev_dax *dev_dax, int nid)
 }
 EXPORT_SYMBOL_GPL(dev_dax_private_register);
 
+/* An ordinary instance's release of the node it held while adding. */
+static void dev_dax_private_unhold(struct dev_dax *dev_dax, int nid)
+{
+	struct dev_dax_private *p = &dev_dax->private_node;
+
+	if (p->holds_normal) {
+		node_private_release_normal(nid);
+		p->holds_normal = false;
+	}
+}
+
+/**
+ * dev_dax_private_probed - kmem probe added its memory
+ * @dev_dax: the instance kmem bound
+ * @nid: its target node
+ */
+void dev_dax_private_probed(struct dev_dax *dev_dax, int nid)
+{
+	dev_dax_private_unhold(dev_dax, nid);
+}
+EXPORT_SYMBOL_GPL(dev_dax_private_probed);
+
 /**
  * dev_dax_private_unregister - kmem remove: give the node up
  * @dev_dax: the instance kmem is unbinding
  * @nid: its target node
  *
- * Call when kmem lets go of the instance.  If some of its memory could
- * not be removed, the node stays private (and @dev_dax registered).
+ * Call when kmem lets go of the instance, or its probe fails.  If some of
+ * its memory could not be removed (memory blocks are left, even offline
+ * ones), the node stays private and @dev_dax registered: its settings
+ * then refuse writes, and a new bind keeps the registration.
  */
 void dev_dax_private_unregister(struct dev_dax *dev_dax, int nid)
 {
 	struct dev_dax_private *p = &dev_dax->private_node;
 	int rc;
 
+	dev_dax_private_unhold(dev_dax, nid);
 	if (!p->registered)
 		return;
-	rc = node_private_unregister(nid);
+	rc = node_private_unregister(nid, &p->np);
 	if (rc) {
 		dev_warn(&dev_dax->dev, "node %d stays private: %d\n", nid, rc);
 		return;

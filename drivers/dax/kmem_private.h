@@ -16,15 +16,19 @@
  * @caps: NODE_PRIVATE_CAP_* bits, checked when kmem binds
  * @np: the registration, while @registered
  * @registered: kmem holds the node through @np
+ * @holds_normal: an ordinary instance's probe keeps the node from
+ *	turning private (node_private_hold_normal())
  *
- * @enabled and @caps change only while kmem is not bound (sysfs returns
- * -EBUSY otherwise), so kmem reads them once at probe.
+ * @enabled and @caps change only while kmem is not bound and nothing is
+ * registered (sysfs returns -EBUSY otherwise), so kmem reads them once at
+ * probe.
  */
 struct dev_dax_private {
 	bool enabled;
 	unsigned long caps;
 	struct node_private np;
 	bool registered;
+	bool holds_normal;
 };
 
 struct dev_dax;
@@ -34,11 +38,16 @@ extern const struct attribute_group dev_dax_private_attribute_group;
 extern struct rw_semaphore dax_dev_rwsem;	/* drivers/dax/bus.c */
 
 int dev_dax_private_register(struct dev_dax *dev_dax, int nid);
+void dev_dax_private_probed(struct dev_dax *dev_dax, int nid);
 void dev_dax_private_unregister(struct dev_dax *dev_dax, int nid);
 #else
 static inline int dev_dax_private_register(struct dev_dax *dev_dax, int nid)
 {
 	return 0;
+}
+
+static inline void dev_dax_private_probed(struct dev_dax *dev_dax, int nid)
+{
 }
 
 static inline void dev_dax_private_unregister(struct dev_dax *dev_dax,

@@ -98,8 +98,24 @@ static inline bool node_private_has_policy(int nid, unsigned long policy)
 	       (READ_ONCE(node_private_caps[nid]) & policy);
 }
 
+/**
+ * node_private_oom_only - can only private nodes serve an allocation?
+ * @mask: the nodemask an allocation was bound to (NULL: any node)
+ *
+ * Return: true when @mask names private nodes and no normal node: an OOM
+ * kill of an ordinary task frees nothing the allocation could use.
+ */
+static inline bool node_private_oom_only(const nodemask_t *mask)
+{
+	return node_private_enabled() && mask &&
+	       nodes_intersects(*mask, node_private_nodes) &&
+	       !nodes_intersects(*mask, node_states[N_MEMORY]);
+}
+
 int node_private_register(int nid, struct node_private *np);
-int node_private_unregister(int nid);
+int node_private_unregister(int nid, struct node_private *np);
+int node_private_hold_normal(int nid);
+void node_private_release_normal(int nid);
 struct folio *folio_alloc_node_private_noprof(gfp_t gfp, unsigned int order,
 					      int nid);
 #define folio_alloc_node_private(...)					\
@@ -127,14 +143,28 @@ static inline bool node_private_has_policy(int nid, unsigned long policy)
 	return false;
 }
 
+static inline bool node_private_oom_only(const nodemask_t *mask)
+{
+	return false;
+}
+
 static inline int node_private_register(int nid, struct node_private *np)
 {
 	return -EOPNOTSUPP;
 }
 
-static inline int node_private_unregister(int nid)
+static inline int node_private_unregister(int nid, struct node_private *np)
 {
 	return -EOPNOTSUPP;
+}
+
+static inline int node_private_hold_normal(int nid)
+{
+	return 0;
+}
+
+static inline void node_private_release_normal(int nid)
+{
 }
 
 static inline struct folio *folio_alloc_node_private(gfp_t gfp,
@@ -208,6 +238,7 @@ static inline bool node_write_fenced(int nid)
 /* Macros so that this header needs nothing from mm.h. */
 #define folio_is_private_node(folio)	node_is_private(folio_nid(folio))
 #define page_is_private_node(page)	node_is_private(page_to_nid(page))
+#define zone_is_private(zone)		node_is_private(zone_to_nid(zone))
 /* A CPU store must never reach this folio: map it read-only, COW it away. */
 #define folio_write_fenced(folio)	node_write_fenced(folio_nid(folio))
 #define page_write_fenced(page)		node_write_fenced(page_to_nid(page))

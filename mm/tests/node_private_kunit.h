@@ -364,7 +364,8 @@ static void npk_predicates(struct kunit *test)
 
 	if (nid == NUMA_NO_NODE)
 		kunit_skip(test, "every node id is possible: no scratch node");
-	static_branch_enable(&node_private_key);
+	/* A reference of its own: static_branch_enable() warns above one. */
+	static_branch_inc(&node_private_key);
 
 	/* Ordinary node (and memoryless ones): everything allowed. */
 	for (i = 0; i < ARRAY_SIZE(pred); i++)
@@ -393,6 +394,17 @@ static void npk_predicates(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, node_is_private(nid));
 }
 
+/* A possible node without memory that is not private; MAX_NUMNODES: none. */
+static int npk_memoryless_node(void)
+{
+	int nid;
+
+	for_each_node_state(nid, N_POSSIBLE)
+		if (!node_state(nid, N_MEMORY) && !node_is_private(nid))
+			return nid;
+	return MAX_NUMNODES;
+}
+
 static void npk_register_rules(struct kunit *test)
 {
 	struct node_private a = { .owner = &a }, b = { .owner = &b };
@@ -407,12 +419,10 @@ static void npk_register_rules(struct kunit *test)
 	a.caps = NODE_PRIVATE_CAP_DEMOTION;
 	KUNIT_EXPECT_EQ(test, node_private_register(memnode, &a), -EINVAL);
 	a.caps = 0;
-	KUNIT_EXPECT_EQ(test, node_private_unregister(memnode), -EINVAL);
+	KUNIT_EXPECT_EQ(test, node_private_unregister(memnode, &a), -EINVAL);
 
 	/* The rest needs a possible node without memory. */
-	for_each_node_state(nid, N_POSSIBLE)
-		if (!node_state(nid, N_MEMORY) && !node_is_private(nid))
-			break;
+	nid = npk_memoryless_node();
 	if (nid >= MAX_NUMNODES)
 		kunit_skip(test, "no memoryless possible node on this machine");
 
@@ -425,9 +435,61 @@ static void npk_register_rules(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, node_private_register(nid, &a), 0);
 	KUNIT_EXPECT_TRUE(test, node_allows_user_numa(nid));
 	KUNIT_EXPECT_FALSE(test, node_allows_ltpin(nid));
-	KUNIT_EXPECT_EQ(test, node_private_unregister(nid), 0);
+	/* Only the owner gives the node up. */
+	KUNIT_EXPECT_EQ(test, node_private_unregister(nid, &b), -EPERM);
+	KUNIT_EXPECT_TRUE(test, node_is_private(nid));
+	KUNIT_EXPECT_EQ(test, node_private_unregister(nid, &a), 0);
 	KUNIT_EXPECT_FALSE(test, node_is_private(nid));
-	KUNIT_EXPECT_EQ(test, node_private_unregister(nid), -EINVAL);
+	KUNIT_EXPECT_EQ(test, node_private_unregister(nid, &a), -EINVAL);
+
+	/* A driver adding normal memory keeps the node from turning private. */
+	KUNIT_ASSERT_EQ(test, node_private_hold_normal(nid), 0);
+	KUNIT_EXPECT_EQ(test, node_private_register(nid, &a), -EBUSY);
+	node_private_release_normal(nid);
+	KUNIT_ASSERT_EQ(test, node_private_register(nid, &a), 0);
+	KUNIT_EXPECT_EQ(test, node_private_hold_normal(nid), -EBUSY);
+	KUNIT_EXPECT_EQ(test, node_private_unregister(nid, &a), 0);
+}
+
+/* A registration that fails leaves the key and the fence's breaker be. */
+static void npk_register_fails_cleanly(struct kunit *test)
+{
+	unsigned long fence = NODE_PRIVATE_POLICY_WRITE_FENCE;
+	struct node_private a = { .owner = &a, .caps = fence };
+	struct node_private b = { .owner = &b, .caps = fence };
+	struct node_private c = { .owner = &c };
+	int nid = npk_memoryless_node(), count;
+	struct node_fence *nf;
+
+	count = static_key_count(&node_private_key.key);
+	KUNIT_EXPECT_EQ(test, node_private_register(first_node(node_states[N_MEMORY]),
+						    &c), -EBUSY);
+	KUNIT_EXPECT_EQ(test, static_key_count(&node_private_key.key), count);
+	if (nid >= MAX_NUMNODES)
+		kunit_skip(test, "no memoryless possible node on this machine");
+
+	KUNIT_ASSERT_EQ(test, node_private_register(nid, &a), 0);
+	nf = node_fence_of(nid);
+	if (!nf) {
+		/* @a lives on this stack: never leave it registered. */
+		node_private_unregister(nid, &a);
+		KUNIT_FAIL(test, "a fenced registration made no fence state");
+		return;
+	}
+	spin_lock(&nf->lock);
+	WRITE_ONCE(nf->clock.closed, true);
+	nf->clock.backoff = 4;
+	spin_unlock(&nf->lock);
+	count = static_key_count(&node_private_key.key);
+	/* Another owner: -EBUSY, and the closed node stays closed. */
+	KUNIT_EXPECT_EQ(test, node_private_register(nid, &b), -EBUSY);
+	KUNIT_EXPECT_TRUE(test, READ_ONCE(nf->clock.closed));
+	KUNIT_EXPECT_EQ(test, nf->clock.backoff, 4);
+	KUNIT_EXPECT_EQ(test, static_key_count(&node_private_key.key), count);
+	/* The owner registering again starts a clean slate. */
+	KUNIT_EXPECT_EQ(test, node_private_register(nid, &a), 0);
+	KUNIT_EXPECT_FALSE(test, READ_ONCE(nf->clock.closed));
+	KUNIT_EXPECT_EQ(test, node_private_unregister(nid, &a), 0);
 }
 
 static struct kunit_case node_private_cases[] = {
@@ -444,6 +506,7 @@ static struct kunit_case node_private_cases[] = {
 	KUNIT_CASE(npk_next_best_node),
 	KUNIT_CASE(npk_predicates),
 	KUNIT_CASE(npk_register_rules),
+	KUNIT_CASE(npk_register_fails_cleanly),
 	{}
 };
 
