@@ -18,7 +18,6 @@
 
 #include <linux/cpuset.h>
 #include <linux/debugfs.h>
-#include <linux/fs.h>
 #include <linux/gfp.h>
 #include <linux/memcontrol.h>
 #include <linux/memory.h>
@@ -778,24 +777,6 @@ int mpol_private_nodemask(struct mempolicy *pol, const nodemask_t *nodes,
 	return 0;
 }
 
-/*
- * A shared policy (tmpfs, shm) on a private node decides where every user
- * of the file allocates, and a full node then OOM-kills whoever allocates
- * next: only the file's owner may set one.
- */
-int mpol_private_shared_check(struct vm_area_struct *vma,
-			      const struct mempolicy *pol)
-{
-	struct file *file = vma->vm_file;
-
-	if (!(pol->flags & MPOL_F_PRIVATE) ||
-	    (pol->flags & MPOL_F_PRIVATE_OWNER) || !file ||
-	    inode_owner_or_capable(file_mnt_idmap(file), file_inode(file)))
-		return 0;
-	pr_info_ratelimited("a shared policy on a private node needs the file's owner\n");
-	return -EPERM;
-}
-
 /* The private node of an MPOL_F_PRIVATE policy, NUMA_NO_NODE if gone. */
 int mpol_private_node(const struct mempolicy *pol)
 {
@@ -861,30 +842,37 @@ static int mpol_private_usable_node(const struct mempolicy *pol, gfp_t gfp)
  * served as if the policy named only its normal nodes, so it can never
  * pin a private node.
  */
+/* Serve an MPOL_F_PRIVATE policy's allocation from its normal nodes. */
+static struct page *mpol_private_normal(gfp_t gfp, unsigned int order,
+					int nid, nodemask_t *nodemask)
+{
+	nodemask_t normal;
+
+	if (node_is_private(nid))
+		nid = numa_node_id();
+	/*
+	 * The ordinary lists never reach a private node: a mask left with
+	 * only private nodes (policy_nodemask() keeps it without cpusets)
+	 * would fail every allocation, and loop a page fault forever.  Keep
+	 * its normal nodes, or none, as for a policy whose nodes all went
+	 * away.
+	 */
+	if (nodemask && nodes_intersects(*nodemask, node_private_nodes)) {
+		nodes_andnot(normal, *nodemask, node_private_nodes);
+		nodemask = nodes_empty(normal) ? NULL : &normal;
+	}
+	return __alloc_pages_noprof(gfp, order, nid, nodemask);
+}
+
 struct page *mpol_private_alloc_noprof(gfp_t gfp, unsigned int order,
 				       struct mempolicy *pol, int nid,
 				       nodemask_t *nodemask)
 {
 	int pnid = mpol_private_usable_node(pol, gfp);
+	struct page *page;
 
-	if (pnid == NUMA_NO_NODE || !(gfp & __GFP_MOVABLE)) {
-		nodemask_t normal;
-
-		if (node_is_private(nid))
-			nid = numa_node_id();
-		/*
-		 * The ordinary lists never reach a private node: a mask left
-		 * with only private nodes (policy_nodemask() keeps it without
-		 * cpusets) would fail every allocation, and loop a page fault
-		 * forever.  Keep its normal nodes, or none, as for a policy
-		 * whose nodes all went away.
-		 */
-		if (nodemask && nodes_intersects(*nodemask, node_private_nodes)) {
-			nodes_andnot(normal, *nodemask, node_private_nodes);
-			nodemask = nodes_empty(normal) ? NULL : &normal;
-		}
-		return __alloc_pages_noprof(gfp, order, nid, nodemask);
-	}
+	if (pnid == NUMA_NO_NODE || !(gfp & __GFP_MOVABLE))
+		return mpol_private_normal(gfp, order, nid, nodemask);
 	/*
 	 * Without RECLAIM nothing compacts the node or frees its blocks: a
 	 * THP or mTHP fault falls back to base pages rather than take them.
@@ -898,8 +886,34 @@ struct page *mpol_private_alloc_noprof(gfp_t gfp, unsigned int order,
 	 */
 	if (pol->mode == MPOL_BIND)
 		nodemask = &pol->nodes;
-	return __alloc_pages_zonelist_noprof(gfp, order, pnid, nodemask,
-					     ALLOC_ZONELIST_PRIVATE);
+	if (!(pol->flags & MPOL_F_SHARED))
+		return __alloc_pages_zonelist_noprof(gfp, order, pnid, nodemask,
+						     ALLOC_ZONELIST_PRIVATE);
+	/*
+	 * A file's shared policy was set by whoever mapped the file, and it
+	 * binds everyone who touches the file: a full node spills onto normal
+	 * memory instead of OOM-killing a task that only shares the file.
+	 */
+	page = __alloc_pages_zonelist_noprof(gfp | __GFP_RETRY_MAYFAIL |
+					     __GFP_NOWARN, order, pnid,
+					     nodemask, ALLOC_ZONELIST_PRIVATE);
+	return page ?: mpol_private_normal(gfp, order, nid, NULL);
+}
+
+/*
+ * An allocation under a policy of @vma, made for another mm than
+ * current's (ptrace, /proc/PID/mem and cmdline, process_vm_writev,
+ * process_madvise(), uprobes, UFFDIO_COPY): the accessor did not choose
+ * the policy, so a full private node fails it rather than OOM-kill the
+ * accessor.
+ */
+gfp_t mpol_private_remote_gfp(const struct mempolicy *pol,
+			      const struct vm_area_struct *vma, gfp_t gfp)
+{
+	if (pol && unlikely(pol->flags & MPOL_F_PRIVATE) &&
+	    vma->vm_mm != current->mm)
+		gfp |= __GFP_RETRY_MAYFAIL;
+	return gfp;
 }
 
 /* Drop from @mask the private nodes not in @user; -EINVAL if none is left. */

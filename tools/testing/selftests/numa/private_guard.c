@@ -22,8 +22,11 @@
  *                       with USER_NUMA but not LTPIN migrates it off first
  *   unregister_blocks   the owner cannot unregister a node whose memory
  *                       blocks are offline but still there
- *   shared_policy_owner only a tmpfs file's owner may bind its shared
- *                       policy to the node (it decides where others allocate)
+ *   shared_policy_spills  a file whose shared policy one user bound to a
+ *                       full node: another user writing it is not killed,
+ *                       its pages go to normal memory
+ *   remote_not_killed   reading another process's swapped page bound to a
+ *                       full node fails the read; the reader is not killed
  *   migrate_pages_masks migrate_pages(2) leaves out a node without
  *                       USER_NUMA from a mask that names others too
  */
@@ -39,6 +42,8 @@
 #include <sys/mman.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/uio.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -50,6 +55,7 @@
 #define ADIST_SLOW	2880	/* MEMTIER_DEFAULT_DAX_ADISTANCE */
 #define DEMOTE_ON	"/sys/kernel/mm/numa/demotion_enabled"
 #define VMA_RA		"/sys/kernel/mm/swap/vma_ra_enabled"
+#define MIN_FREE	"/proc/sys/vm/min_free_kbytes"
 #define SEED		0x9a4d
 #define NOBODY		65534
 #define VICTIM_UID	65533
@@ -65,6 +71,7 @@ FIXTURE(pg) {
 	char was_printk[64];	/* console level before, "" if kept */
 	char was_vma_ra[16];	/* vma_ra_enabled before, "" if kept */
 	char cs[96];		/* a cpuset cgroup of ours, "" if none */
+	char was_min_free[32];	/* vm.min_free_kbytes before, "" if kept */
 	bool cs_enabled;	/* we turned on the root's +cpuset */
 };
 
@@ -100,6 +107,8 @@ FIXTURE_TEARDOWN(pg)
 		nu_write_str(DEMOTE_ON, self->was_demote);
 	if (self->was_vma_ra[0])
 		nu_write_str(VMA_RA, self->was_vma_ra);
+	if (self->was_min_free[0])
+		nu_write_str(MIN_FREE, self->was_min_free);
 	if (self->claimed)
 		EXPECT_EQ(0, npt_write("release", "%d", self->nid));
 }
@@ -149,6 +158,7 @@ static pid_t bystander(size_t mb, int fd)
 
 	if (pid)
 		return pid;
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	oom_adj("0");
 	drop_to(VICTIM_UID);
 	p = nu_anon_bound(mb * MB, MPOL_BIND, 0, SEED);
@@ -172,15 +182,17 @@ static pid_t filler(int nid, const char *dir)
 
 	if (pid)
 		return pid;
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	oom_adj("0");
 	drop_to(NOBODY);
-	if (nu_set_mempolicy(MPOL_BIND, &mask, NU_MAX_NODES))
-		_exit(93);
 	snprintf(path, sizeof(path), "%s/fill", dir);
 	fd = open(path, O_CREAT | O_WRONLY, 0600);
 	if (fd < 0)
 		_exit(94);
+	/* Its own pages before the bind: its death frees none on the node. */
 	memset(buf, 0x6b, sizeof(buf));
+	if (nu_set_mempolicy(MPOL_BIND, &mask, NU_MAX_NODES))
+		_exit(93);
 	while (write(fd, buf, sizeof(buf)) == sizeof(buf))
 		;
 	p = mmap(NULL, 64 * MB, PROT_READ | PROT_WRITE,
@@ -288,13 +300,18 @@ static void normal_wmarks(char *out, size_t len)
 TEST_F(pg, dram_watermarks)
 {
 	static const char * const types[] = { "kernel", "movable" };
-	char before[2048], during[2048];
+	char before[2048], during[2048], pin[32];
 	int i;
 
-	/* A first hot-add settles min_free_kbytes where later ones leave it. */
-	CLAIM(0, "movable", 0);
-	ASSERT_EQ(0, npt_write("release", "%d", self->nid));
-	self->claimed = false;
+	/*
+	 * Each hot-add recomputes min_free_kbytes from the normal zones'
+	 * free pages over their high watermarks, which a boost can move:
+	 * pin it above what it would compute (restored in the teardown).
+	 */
+	ASSERT_GT(nu_read_str(MIN_FREE, self->was_min_free,
+			      sizeof(self->was_min_free)), 0);
+	snprintf(pin, sizeof(pin), "%lld", 2 * atoll(self->was_min_free));
+	ASSERT_EQ(0, nu_write_str(MIN_FREE, pin));
 	normal_wmarks(before, sizeof(before));
 	ASSERT_NE(0, before[0]);
 	for (i = 0; i < 2; i++) {
@@ -649,7 +666,6 @@ TEST_F_TIMEOUT(pg, readahead_not_private, 120)
 	char *q, *r1, *r2;
 	const char *why;
 	cpu_set_t cpus;
-	int i;
 
 	CLAIM(CAP_USER_NUMA, "movable", 0);
 	/* A loop file: zram swaps in synchronously, without readahead. */
@@ -680,8 +696,8 @@ TEST_F_TIMEOUT(pg, readahead_not_private, 120)
 	ASSERT_TRUE(q && r1 && r2)
 		TH_LOG("not out of memory and swap cache in 10 s");
 	ASSERT_EQ(0, nu_mbind(q, PAGE, MPOL_BIND, &mask, NU_MAX_NODES, 0));
-	for (i = 0; i < 8; i++)
-		(void)*(volatile char *)(r1 + i * PAGE);
+	/* Read in order: each fault next to the last grows the window. */
+	EXPECT_TRUE(nu_intact(r1, 8 * PAGE, SEED + 1));
 	EXPECT_TRUE(nu_intact(q, PAGE, SEED));
 	EXPECT_EQ(1, nu_pages_on(q, PAGE, self->nid));
 	EXPECT_TRUE(nu_intact(r1, len, SEED + 1));
@@ -695,47 +711,153 @@ TEST_F_TIMEOUT(pg, readahead_not_private, 120)
 	munmap(r2, len);
 }
 
-/* As @uid, map @path shared and read-only and mbind it to @nid: errno. */
-static int mbind_shared_as(uid_t uid, const char *path, int nid)
+/*
+ * As @uid, map @path shared and, if @nid >= 0, mbind it there (its shared
+ * policy); else write @mb MiB through the mapping and check them back.
+ * The exit status: 0, or where it failed.
+ */
+static pid_t shared_user(uid_t uid, const char *path, int nid, size_t mb)
 {
-	unsigned long mask = 1UL << nid;
-	int status, fd;
+	unsigned long mask = 1UL << (nid < 0 ? 0 : nid);
 	pid_t pid = fork();
 	char *p;
-
-	if (pid) {
-		waitpid(pid, &status, 0);
-		return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-	}
-	drop_to(uid);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		_exit(100);
-	p = mmap(NULL, PAGE, PROT_READ, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED)
-		_exit(101);
-	_exit(nu_mbind(p, PAGE, MPOL_BIND, &mask, NU_MAX_NODES, 0) ? errno : 0);
-}
-
-TEST_F(pg, shared_policy_owner)
-{
-	char dir[] = "/tmp/pg_shm.XXXXXX", path[64];
 	int fd;
 
+	if (pid)
+		return pid;
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	oom_adj("0");
+	drop_to(uid);
+	fd = open(path, O_CREAT | O_RDWR, 0666);
+	/* Its creator (the binder) lets everyone write it, umask or not. */
+	if (fd < 0 || (nid >= 0 && fchmod(fd, 0666)) || ftruncate(fd, mb * MB))
+		_exit(100);
+	p = mmap(NULL, mb * MB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		_exit(101);
+	if (nid >= 0)
+		_exit(nu_mbind(p, mb * MB, MPOL_BIND, &mask, NU_MAX_NODES, 0) ?
+		      102 : 0);
+	nu_fill(p, mb * MB, SEED);
+	_exit(nu_intact(p, mb * MB, SEED) ? 0 : 103);
+}
+
+/* Wait for @pid: its wait status. */
+static int reap(pid_t pid)
+{
+	int status = -1;
+
+	waitpid(pid, &status, 0);
+	return status;
+}
+
+TEST_F_TIMEOUT(pg, shared_policy_spills, 300)
+{
+	char dir[] = "/tmp/pg_shm.XXXXXX", path[64], opts[64];
+	long long total_kb;
+	int status;
+
 	CLAIM(CAP_USER_NUMA, "movable", 0);
+	total_kb = meminfo_kb(self->nid, "MemTotal:");
+	ASSERT_GT(total_kb, 0);
 	ASSERT_NE(NULL, mkdtemp(dir));
-	ASSERT_EQ(0, mount("tmpfs", dir, "tmpfs", 0, "size=16m,mode=1777"));
+	snprintf(opts, sizeof(opts), "size=%lldk,mode=1777", 2 * total_kb + 65536);
+	ASSERT_EQ(0, mount("tmpfs", dir, "tmpfs", 0, opts));
 	snprintf(self->tmpfs, sizeof(self->tmpfs), "%s", dir);
 	snprintf(path, sizeof(path), "%s/shared", dir);
-	fd = open(path, O_CREAT | O_RDWR, 0644);
-	ASSERT_GE(fd, 0);
-	ASSERT_EQ(0, ftruncate(fd, PAGE));
-	close(fd);
-	/* Another user's file: its shared policy is not theirs to set. */
-	EXPECT_EQ(EPERM, mbind_shared_as(NOBODY, path, self->nid));
-	/* Its owner's: fine. */
-	ASSERT_EQ(0, chown(path, NOBODY, NOBODY));
-	EXPECT_EQ(0, mbind_shared_as(NOBODY, path, self->nid));
+	CONSOLE_QUIET();
+	oom_adj("-1000");
+
+	/* nobody binds a file it shares to the node, then fills the node. */
+	EXPECT_EQ(0, reap(shared_user(NOBODY, path, self->nid, 16)));
+	status = reap(filler(self->nid, dir));
+	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+		TH_LOG("filler status %#x: expected an OOM kill", status);
+	/* Another user writing the file spills to normal memory. */
+	status = reap(shared_user(VICTIM_UID, path, -1, 16));
+	EXPECT_EQ(0, status) TH_LOG("the other user (uid %d): status %#x",
+				    VICTIM_UID, status);
+	oom_adj("0");
+}
+
+/*
+ * Another process: a page bound to @nid (a VMA policy) but still on DRAM,
+ * swapped out.  Writes its address to @fd, then waits to be killed.
+ */
+static pid_t swapped_target(int nid, int fd)
+{
+	unsigned long mask = 1UL << nid;
+	pid_t pid = fork();
+	char *p;
+	int i;
+
+	if (pid)
+		return pid;
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	oom_adj("0");
+	p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		_exit(100);
+	nu_fill(p, PAGE, SEED);
+	if (nu_mbind(p, PAGE, MPOL_BIND, &mask, NU_MAX_NODES, 0))
+		_exit(101);
+	/* A fresh page may wait in another CPU's LRU batch: try again. */
+	for (i = 0; i < 50 && nu_pages_swapped(p, PAGE) != 1; i++) {
+		if (madvise(p, PAGE, MADV_PAGEOUT))
+			_exit(103);
+		usleep(20000);
+	}
+	if (nu_pages_swapped(p, PAGE) != 1)
+		_exit(104);
+	if (write(fd, &p, sizeof(p)) != sizeof(p))
+		_exit(102);
+	for (;;)
+		pause();
+}
+
+TEST_F_TIMEOUT(pg, remote_not_killed, 300)
+{
+	char dir[] = "/tmp/pg_tmpfs.XXXXXX", opts[64], buf[64];
+	struct iovec local = { buf, sizeof(buf) }, remote;
+	long long total_kb;
+	int fds[2], status;
+	pid_t target;
+	ssize_t got;
+	char *addr;
+
+	CLAIM(CAP_USER_NUMA, "movable", 0);
+	ASSERT_EQ(0, nu_swap_on(&self->sw, "/tmp", 16));
+	self->swapped = true;
+	total_kb = meminfo_kb(self->nid, "MemTotal:");
+	ASSERT_GT(total_kb, 0);
+	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(opts, sizeof(opts), "size=%lldk,mode=1777", 2 * total_kb);
+	ASSERT_EQ(0, mount("tmpfs", dir, "tmpfs", 0, opts));
+	snprintf(self->tmpfs, sizeof(self->tmpfs), "%s", dir);
+	ASSERT_EQ(0, pipe(fds));
+	CONSOLE_QUIET();
+
+	target = swapped_target(self->nid, fds[1]);
+	close(fds[1]);
+	if (read(fds[0], &addr, sizeof(addr)) != sizeof(addr)) {
+		waitpid(target, &status, 0);
+		ASSERT_TRUE(false) TH_LOG("target failed: %#x", status);
+	}
+	status = reap(filler(self->nid, dir));
+	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+		TH_LOG("filler status %#x: expected an OOM kill", status);
+	/* Root, killable, reads the page: it would come back onto the node. */
+	oom_adj("0");
+	remote.iov_base = addr;
+	remote.iov_len = sizeof(buf);
+	got = process_vm_readv(target, &local, 1, &remote, 1, 0);
+	TH_LOG("process_vm_readv: %zd (%s)", got, got < 0 ? strerror(errno) : "ok");
+	/* Read or refused, this process is still here to say so. */
+	EXPECT_TRUE(got == sizeof(buf) || got < 0);
+	EXPECT_EQ(0, waitpid(target, &status, WNOHANG));
+	kill(target, SIGKILL);
+	reap(target);
 }
 
 TEST_F(pg, migrate_pages_masks)
