@@ -842,6 +842,23 @@ static int mpol_private_usable_node(const struct mempolicy *pol, gfp_t gfp)
  * served as if the policy named only its normal nodes, so it can never
  * pin a private node.
  */
+/*
+ * Allocations that take the private node only while it has room, and go
+ * to normal memory when it is full, instead of reaching the OOM killer:
+ * - under a file's shared policy, which whoever mapped the file set and
+ *   which binds everyone who touches the file: a task that only shares
+ *   the file is not killed for it;
+ * - ones that may not fail (__GFP_NOFAIL) or may not enter filesystem
+ *   reclaim (GFP_NOFS, a journal handle): block-device page cache for
+ *   filesystem metadata, say, which would otherwise retry forever with
+ *   the journal held, stalling every writer of the filesystem.
+ */
+static bool mpol_private_spills(const struct mempolicy *pol, gfp_t gfp)
+{
+	return (pol->flags & MPOL_F_SHARED) || (gfp & __GFP_NOFAIL) ||
+	       !(current_gfp_context(gfp) & __GFP_FS);
+}
+
 /* Serve an MPOL_F_PRIVATE policy's allocation from its normal nodes. */
 static struct page *mpol_private_normal(gfp_t gfp, unsigned int order,
 					int nid, nodemask_t *nodemask)
@@ -875,10 +892,12 @@ struct page *mpol_private_alloc_noprof(gfp_t gfp, unsigned int order,
 		return mpol_private_normal(gfp, order, nid, nodemask);
 	/*
 	 * Without RECLAIM nothing compacts the node or frees its blocks: a
-	 * THP or mTHP fault falls back to base pages rather than take them.
+	 * THP or mTHP fault falls back to base pages rather than take them,
+	 * and a preferred policy to normal memory.
 	 */
 	if (order && !node_allows_reclaim(pnid))
-		return NULL;
+		return pol->mode == MPOL_PREFERRED ?
+		       mpol_private_normal(gfp, order, nid, NULL) : NULL;
 	/*
 	 * policy_nodemask() drops a bind mask that misses mems_allowed, and
 	 * a private node never is in it: bind to the policy's nodes here, or
@@ -886,32 +905,28 @@ struct page *mpol_private_alloc_noprof(gfp_t gfp, unsigned int order,
 	 */
 	if (pol->mode == MPOL_BIND)
 		nodemask = &pol->nodes;
-	if (!(pol->flags & MPOL_F_SHARED))
+	if (!mpol_private_spills(pol, gfp))
 		return __alloc_pages_zonelist_noprof(gfp, order, pnid, nodemask,
 						     ALLOC_ZONELIST_PRIVATE);
-	/*
-	 * A file's shared policy was set by whoever mapped the file, and it
-	 * binds everyone who touches the file: a full node spills onto normal
-	 * memory instead of OOM-killing a task that only shares the file.
-	 */
-	page = __alloc_pages_zonelist_noprof(gfp | __GFP_RETRY_MAYFAIL |
+	page = __alloc_pages_zonelist_noprof((gfp & ~__GFP_NOFAIL) |
+					     __GFP_RETRY_MAYFAIL |
 					     __GFP_NOWARN, order, pnid,
 					     nodemask, ALLOC_ZONELIST_PRIVATE);
 	return page ?: mpol_private_normal(gfp, order, nid, NULL);
 }
 
 /*
- * An allocation under a policy of @vma, made for another mm than
- * current's (ptrace, /proc/PID/mem and cmdline, process_vm_writev,
+ * An allocation under a bind of @vma, made for another mm than current's
+ * (ptrace, /proc/PID/mem and cmdline, process_vm_writev,
  * process_madvise(), uprobes, UFFDIO_COPY): the accessor did not choose
  * the policy, so a full private node fails it rather than OOM-kill the
- * accessor.
+ * accessor.  A preferred policy falls back to normal nodes anyway.
  */
 gfp_t mpol_private_remote_gfp(const struct mempolicy *pol,
 			      const struct vm_area_struct *vma, gfp_t gfp)
 {
 	if (pol && unlikely(pol->flags & MPOL_F_PRIVATE) &&
-	    vma->vm_mm != current->mm)
+	    pol->mode == MPOL_BIND && vma->vm_mm != current->mm)
 		gfp |= __GFP_RETRY_MAYFAIL;
 	return gfp;
 }
