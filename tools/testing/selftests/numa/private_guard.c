@@ -219,6 +219,45 @@ static pid_t filler(int nid, const char *dir)
 	_exit(0);
 }
 
+/* Wait for @pid: its wait status. */
+static int reap(pid_t pid)
+{
+	int status = -1;
+
+	waitpid(pid, &status, 0);
+	return status;
+}
+
+/* A tmpfs at @out (its path), with room for twice node @nid. */
+static void mount_tmpfs(struct __test_metadata *_metadata, int nid,
+			char *out, size_t len)
+{
+	char dir[] = "/tmp/pg_tmpfs.XXXXXX", opts[64];
+	long long total_kb = meminfo_kb(nid, "MemTotal:");
+
+	ASSERT_GT(total_kb, 0);
+	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(opts, sizeof(opts), "size=%lldk,mode=1777",
+		 2 * total_kb + 65536);
+	ASSERT_EQ(0, mount("tmpfs", dir, "tmpfs", 0, opts));
+	snprintf(out, len, "%s", dir);
+}
+
+#define MOUNT_TMPFS()							\
+	mount_tmpfs(_metadata, self->nid, self->tmpfs, sizeof(self->tmpfs))
+
+/* Fill node @nid with filler() in tmpfs @dir; it must end OOM-killed. */
+static void fill_node(struct __test_metadata *_metadata, int nid,
+		      const char *dir)
+{
+	int status = reap(filler(nid, dir));
+
+	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+		TH_LOG("filler status %#x: expected an OOM kill", status);
+}
+
+#define FILL_NODE() fill_node(_metadata, self->nid, self->tmpfs)
+
 /* Mark the kernel log, so that what follows can be told from before. */
 static void kmsg_mark(const char *mark)
 {
@@ -237,22 +276,13 @@ static bool kmsg_since(const char *mark, const char *re)
 
 TEST_F_TIMEOUT(pg, oom_stays_bound, 300)
 {
-	char dir[] = "/tmp/pg_tmpfs.XXXXXX";
+	char mark[64], re[96], c;
 	int fds[2], status;
 	pid_t by, fill;
-	char c;
-
-	char mark[64], re[96], opts[64];
-	long long total_kb;
 
 	CLAIM(CAP_USER_NUMA, "movable", 0);
-	total_kb = meminfo_kb(self->nid, "MemTotal:");
-	ASSERT_GT(total_kb, 0);
-	ASSERT_NE(NULL, mkdtemp(dir));
 	/* Room for twice the node: only the node's end stops the filler. */
-	snprintf(opts, sizeof(opts), "size=%lldk,mode=1777", 2 * total_kb);
-	ASSERT_EQ(0, mount("tmpfs", dir, "tmpfs", 0, opts));
-	snprintf(self->tmpfs, sizeof(self->tmpfs), "%s", dir);
+	MOUNT_TMPFS();
 	ASSERT_EQ(0, pipe(fds));
 	CONSOLE_QUIET();
 	oom_adj("-1000");	/* the harness is not what is tested */
@@ -261,7 +291,7 @@ TEST_F_TIMEOUT(pg, oom_stays_bound, 300)
 	ASSERT_EQ(1, read(fds[0], &c, 1));
 	snprintf(mark, sizeof(mark), "private_guard oom_stays_bound %d", by);
 	kmsg_mark(mark);
-	fill = filler(self->nid, dir);
+	fill = filler(self->nid, self->tmpfs);
 	ASSERT_EQ(fill, waitpid(fill, &status, 0));
 	/* The node filled up and the OOM killer took the filler. */
 	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
@@ -763,37 +793,20 @@ static pid_t shared_user(uid_t uid, const char *path, int nid, size_t mb)
 	_exit(nu_intact(p, mb * MB, SEED) ? 0 : 103);
 }
 
-/* Wait for @pid: its wait status. */
-static int reap(pid_t pid)
-{
-	int status = -1;
-
-	waitpid(pid, &status, 0);
-	return status;
-}
-
 TEST_F_TIMEOUT(pg, shared_policy_spills, 300)
 {
-	char dir[] = "/tmp/pg_shm.XXXXXX", path[64], opts[64];
-	long long total_kb;
+	char path[96];
 	int status;
 
 	CLAIM(CAP_USER_NUMA, "movable", 0);
-	total_kb = meminfo_kb(self->nid, "MemTotal:");
-	ASSERT_GT(total_kb, 0);
-	ASSERT_NE(NULL, mkdtemp(dir));
-	snprintf(opts, sizeof(opts), "size=%lldk,mode=1777", 2 * total_kb + 65536);
-	ASSERT_EQ(0, mount("tmpfs", dir, "tmpfs", 0, opts));
-	snprintf(self->tmpfs, sizeof(self->tmpfs), "%s", dir);
-	snprintf(path, sizeof(path), "%s/shared", dir);
+	MOUNT_TMPFS();
+	snprintf(path, sizeof(path), "%s/shared", self->tmpfs);
 	CONSOLE_QUIET();
 	oom_adj("-1000");
 
 	/* nobody binds a file it shares to the node, then fills the node. */
 	EXPECT_EQ(0, reap(shared_user(NOBODY, path, self->nid, 16)));
-	status = reap(filler(self->nid, dir));
-	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
-		TH_LOG("filler status %#x: expected an OOM kill", status);
+	FILL_NODE();
 	/* Another user writing the file spills to normal memory. */
 	status = reap(shared_user(VICTIM_UID, path, -1, 16));
 	EXPECT_EQ(0, status) TH_LOG("the other user (uid %d): status %#x",
@@ -839,9 +852,8 @@ static pid_t swapped_target(int nid, int fd)
 
 TEST_F_TIMEOUT(pg, remote_not_killed, 300)
 {
-	char dir[] = "/tmp/pg_tmpfs.XXXXXX", opts[64], buf[64];
+	char buf[64];
 	struct iovec local = { buf, sizeof(buf) }, remote;
-	long long total_kb;
 	int fds[2], status;
 	pid_t target;
 	ssize_t got;
@@ -853,12 +865,7 @@ TEST_F_TIMEOUT(pg, remote_not_killed, 300)
 	/* zram frees a page from the swap cache once it is out. */
 	if (self->sw.file[0])
 		SKIP(return, "no zram: the page would stay in the swap cache");
-	total_kb = meminfo_kb(self->nid, "MemTotal:");
-	ASSERT_GT(total_kb, 0);
-	ASSERT_NE(NULL, mkdtemp(dir));
-	snprintf(opts, sizeof(opts), "size=%lldk,mode=1777", 2 * total_kb);
-	ASSERT_EQ(0, mount("tmpfs", dir, "tmpfs", 0, opts));
-	snprintf(self->tmpfs, sizeof(self->tmpfs), "%s", dir);
+	MOUNT_TMPFS();
 	ASSERT_EQ(0, pipe(fds));
 	CONSOLE_QUIET();
 
@@ -868,9 +875,7 @@ TEST_F_TIMEOUT(pg, remote_not_killed, 300)
 		waitpid(target, &status, 0);
 		ASSERT_TRUE(false) TH_LOG("target failed: %#x", status);
 	}
-	status = reap(filler(self->nid, dir));
-	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
-		TH_LOG("filler status %#x: expected an OOM kill", status);
+	FILL_NODE();
 	/* Root, killable, reads the page: it would come back onto the node. */
 	oom_adj("0");
 	remote.iov_base = addr;
@@ -921,9 +926,7 @@ static pid_t mkdirs_bound(int nid, const char *dir, int n)
 
 TEST_F_TIMEOUT(pg, fs_metadata_moves, 300)
 {
-	char dir[] = "/tmp/pg_tmpfs.XXXXXX", mnt[] = "/tmp/pg_ext4.XXXXXX";
-	char img[] = "/tmp/pg_ext4.img", dev[32], opts[64];
-	long long total_kb;
+	char mnt[] = "/tmp/pg_ext4.XXXXXX", img[] = "/tmp/pg_ext4.img", dev[32];
 	int status, fd, i;
 	pid_t pid;
 
@@ -940,15 +943,9 @@ TEST_F_TIMEOUT(pg, fs_metadata_moves, 300)
 	ASSERT_EQ(0, mount(dev, mnt, "ext4", 0, NULL));
 	snprintf(self->ext4, sizeof(self->ext4), "%s", mnt);
 
-	total_kb = meminfo_kb(self->nid, "MemTotal:");
-	ASSERT_NE(NULL, mkdtemp(dir));
-	snprintf(opts, sizeof(opts), "size=%lldk,mode=1777", 2 * total_kb);
-	ASSERT_EQ(0, mount("tmpfs", dir, "tmpfs", 0, opts));
-	snprintf(self->tmpfs, sizeof(self->tmpfs), "%s", dir);
+	MOUNT_TMPFS();
 	CONSOLE_QUIET();
-	status = reap(filler(self->nid, dir));
-	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
-		TH_LOG("filler status %#x: expected an OOM kill", status);
+	FILL_NODE();
 
 	/* Each new directory block is block-device page cache, NOFAIL. */
 	pid = mkdirs_bound(self->nid, mnt, 200);
