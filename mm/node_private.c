@@ -892,12 +892,11 @@ struct page *mpol_private_alloc_noprof(gfp_t gfp, unsigned int order,
 		return mpol_private_normal(gfp, order, nid, nodemask);
 	/*
 	 * Without RECLAIM nothing compacts the node or frees its blocks: a
-	 * THP or mTHP fault falls back to base pages rather than take them,
-	 * and a preferred policy to normal memory.
+	 * THP or mTHP fault falls back to base pages rather than take them
+	 * (on the node, also for a preferred policy).
 	 */
 	if (order && !node_allows_reclaim(pnid))
-		return pol->mode == MPOL_PREFERRED ?
-		       mpol_private_normal(gfp, order, nid, NULL) : NULL;
+		return NULL;
 	/*
 	 * policy_nodemask() drops a bind mask that misses mems_allowed, and
 	 * a private node never is in it: bind to the policy's nodes here, or
