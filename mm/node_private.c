@@ -835,14 +835,6 @@ static int mpol_private_usable_node(const struct mempolicy *pol, gfp_t gfp)
 }
 
 /*
- * Allocation under an MPOL_F_PRIVATE policy.  Only movable (user) memory
- * goes through the private node's PRIVATE list; unmovable kernel memory
- * allocated under the policy, and memory a long-term pin faults in
- * (PF_MEMALLOC_PIN clears __GFP_MOVABLE) unless the node allows LTPIN, is
- * served as if the policy named only its normal nodes, so it can never
- * pin a private node.
- */
-/*
  * Allocations that take the private node only while it has room, and go
  * to normal memory when it is full, instead of reaching the OOM killer:
  * - under a file's shared policy, which whoever mapped the file set and
@@ -852,11 +844,33 @@ static int mpol_private_usable_node(const struct mempolicy *pol, gfp_t gfp)
  *   reclaim (GFP_NOFS, a journal handle): block-device page cache for
  *   filesystem metadata, say, which would otherwise retry forever with
  *   the journal held, stalling every writer of the filesystem.
+ * Only an allocation that may sleep would get that far: GFP_NOWAIT and
+ * GFP_ATOMIC ones never OOM, they just fail.  The owner's allocations
+ * (MPOL_F_PRIVATE_OWNER) stay on its node unless they may not fail.
+ * @gfp is current_gfp_context()'s.
  */
-static bool mpol_private_spills(const struct mempolicy *pol, gfp_t gfp)
+static bool mpol_private_spills(unsigned short flags, gfp_t gfp)
 {
-	return (pol->flags & MPOL_F_SHARED) || (gfp & __GFP_NOFAIL) ||
-	       !(current_gfp_context(gfp) & __GFP_FS);
+	if (gfp & __GFP_NOFAIL)
+		return true;
+	if (!gfpflags_allow_blocking(gfp) || (flags & MPOL_F_PRIVATE_OWNER))
+		return false;
+	return (flags & MPOL_F_SHARED) || !(gfp & __GFP_FS);
+}
+
+/*
+ * The try on the private node before an allocation spills: a shared
+ * policy's ordinary one may reclaim there (no OOM); a NOFS or NOFAIL one
+ * only takes free memory, rather than wait in reclaim, maybe with a
+ * journal held, for a node that is not its only choice.
+ */
+static gfp_t mpol_private_spill_try(gfp_t gfp)
+{
+	gfp_t try = (gfp & ~__GFP_NOFAIL) | __GFP_NOWARN;
+
+	if ((gfp & (__GFP_FS | __GFP_NOFAIL)) == __GFP_FS)
+		return try | __GFP_RETRY_MAYFAIL;
+	return try & ~__GFP_DIRECT_RECLAIM;
 }
 
 /* Serve an MPOL_F_PRIVATE policy's allocation from its normal nodes. */
@@ -881,11 +895,20 @@ static struct page *mpol_private_normal(gfp_t gfp, unsigned int order,
 	return __alloc_pages_noprof(gfp, order, nid, nodemask);
 }
 
+/*
+ * Allocation under an MPOL_F_PRIVATE policy.  Only movable (user) memory
+ * goes through the private node's PRIVATE list; unmovable kernel memory
+ * allocated under the policy, and memory a long-term pin faults in
+ * (PF_MEMALLOC_PIN clears __GFP_MOVABLE) unless the node allows LTPIN, is
+ * served as if the policy named only its normal nodes, so it can never
+ * pin a private node.
+ */
 struct page *mpol_private_alloc_noprof(gfp_t gfp, unsigned int order,
 				       struct mempolicy *pol, int nid,
 				       nodemask_t *nodemask)
 {
 	int pnid = mpol_private_usable_node(pol, gfp);
+	gfp_t ctx = current_gfp_context(gfp);
 	struct page *page;
 
 	if (pnid == NUMA_NO_NODE || !(gfp & __GFP_MOVABLE))
@@ -893,10 +916,12 @@ struct page *mpol_private_alloc_noprof(gfp_t gfp, unsigned int order,
 	/*
 	 * Without RECLAIM nothing compacts the node or frees its blocks: a
 	 * THP or mTHP fault falls back to base pages rather than take them
-	 * (on the node, also for a preferred policy).
+	 * (on the node, also for a preferred policy).  One that may not
+	 * fail takes normal memory.
 	 */
 	if (order && !node_allows_reclaim(pnid))
-		return NULL;
+		return (gfp & __GFP_NOFAIL) ?
+			mpol_private_normal(gfp, order, nid, NULL) : NULL;
 	/*
 	 * policy_nodemask() drops a bind mask that misses mems_allowed, and
 	 * a private node never is in it: bind to the policy's nodes here, or
@@ -904,13 +929,12 @@ struct page *mpol_private_alloc_noprof(gfp_t gfp, unsigned int order,
 	 */
 	if (pol->mode == MPOL_BIND)
 		nodemask = &pol->nodes;
-	if (!mpol_private_spills(pol, gfp))
+	if (!mpol_private_spills(pol->flags, ctx))
 		return __alloc_pages_zonelist_noprof(gfp, order, pnid, nodemask,
 						     ALLOC_ZONELIST_PRIVATE);
-	page = __alloc_pages_zonelist_noprof((gfp & ~__GFP_NOFAIL) |
-					     __GFP_RETRY_MAYFAIL |
-					     __GFP_NOWARN, order, pnid,
-					     nodemask, ALLOC_ZONELIST_PRIVATE);
+	page = __alloc_pages_zonelist_noprof(mpol_private_spill_try(ctx), order,
+					     pnid, nodemask,
+					     ALLOC_ZONELIST_PRIVATE);
 	return page ?: mpol_private_normal(gfp, order, nid, NULL);
 }
 

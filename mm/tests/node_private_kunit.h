@@ -497,6 +497,43 @@ static void npk_register_fails_cleanly(struct kunit *test)
 	node_private_unregister(nid, &b);
 }
 
+/* Which full-node allocations go to normal memory, and how they try first. */
+static void npk_spill_rules(struct kunit *test)
+{
+	const unsigned short shared = MPOL_F_PRIVATE | MPOL_F_SHARED;
+	const unsigned short owner = MPOL_F_PRIVATE | MPOL_F_PRIVATE_OWNER;
+	const gfp_t user = GFP_HIGHUSER_MOVABLE;
+	const gfp_t nofs = GFP_NOFS | __GFP_MOVABLE;
+	gfp_t try;
+
+	/* The task's own choice: the OOM rule applies, nothing spills. */
+	KUNIT_EXPECT_FALSE(test, mpol_private_spills(MPOL_F_PRIVATE, user));
+	KUNIT_EXPECT_TRUE(test, mpol_private_spills(shared, user));
+	KUNIT_EXPECT_TRUE(test, mpol_private_spills(MPOL_F_PRIVATE, nofs));
+	KUNIT_EXPECT_TRUE(test, mpol_private_spills(MPOL_F_PRIVATE,
+						    user | __GFP_NOFAIL));
+	/* One that cannot sleep never OOMs: it fails on the node. */
+	KUNIT_EXPECT_FALSE(test, mpol_private_spills(shared,
+						     GFP_NOWAIT | __GFP_MOVABLE));
+	KUNIT_EXPECT_FALSE(test, mpol_private_spills(MPOL_F_PRIVATE,
+						     GFP_ATOMIC | __GFP_MOVABLE));
+	/* The owner's memory stays on its node unless it may not fail. */
+	KUNIT_EXPECT_FALSE(test, mpol_private_spills(owner, nofs));
+	KUNIT_EXPECT_TRUE(test, mpol_private_spills(owner, nofs | __GFP_NOFAIL));
+
+	/* A shared policy's user may reclaim the node, without OOM. */
+	try = mpol_private_spill_try(user);
+	KUNIT_EXPECT_TRUE(test, try & __GFP_DIRECT_RECLAIM);
+	KUNIT_EXPECT_TRUE(test, try & __GFP_RETRY_MAYFAIL);
+	/* NOFS and NOFAIL take free memory only, and may fail there. */
+	try = mpol_private_spill_try(nofs);
+	KUNIT_EXPECT_FALSE(test, try & __GFP_DIRECT_RECLAIM);
+	try = mpol_private_spill_try(user | __GFP_NOFAIL);
+	KUNIT_EXPECT_FALSE(test, try & (__GFP_DIRECT_RECLAIM | __GFP_NOFAIL));
+	KUNIT_EXPECT_TRUE(test, try & __GFP_NOWARN);
+	KUNIT_EXPECT_TRUE(test, try & __GFP_MOVABLE);
+}
+
 static struct kunit_case node_private_cases[] = {
 	KUNIT_CASE(npk_order_private_node),
 	KUNIT_CASE(npk_order_normal_node),
@@ -512,6 +549,7 @@ static struct kunit_case node_private_cases[] = {
 	KUNIT_CASE(npk_predicates),
 	KUNIT_CASE(npk_register_rules),
 	KUNIT_CASE(npk_register_fails_cleanly),
+	KUNIT_CASE(npk_spill_rules),
 	{}
 };
 
