@@ -844,18 +844,44 @@ static int mpol_private_usable_node(const struct mempolicy *pol, gfp_t gfp)
  *   reclaim (GFP_NOFS, a journal handle): block-device page cache for
  *   filesystem metadata, say, which would otherwise retry forever with
  *   the journal held, stalling every writer of the filesystem.
- * Only an allocation that may sleep would get that far: GFP_NOWAIT and
- * GFP_ATOMIC ones never OOM, they just fail.  The owner's allocations
- * (MPOL_F_PRIVATE_OWNER) stay on its node unless they may not fail.
- * @gfp is current_gfp_context()'s.
+ * Only what would otherwise OOM or fail for good gets that far, an
+ * allocation that may sleep and retry: GFP_NOWAIT, GFP_ATOMIC,
+ * __GFP_NORETRY (readahead, the larger orders of a page cache folio) and
+ * __GFP_RETRY_MAYFAIL ones just fail on the node.  A shared policy's large
+ * folio fails there too (mpol_private_node_gfp()), and its caller falls
+ * back to smaller ones on the node; a NOFS one of any order spills, as
+ * its caller may have no smaller order to try (the minimum folio of a
+ * filesystem whose blocks are larger than a page).  The owner's
+ * allocations (MPOL_F_PRIVATE_OWNER) stay on its node.  __GFP_NOFAIL ones
+ * always spill.  @gfp is current_gfp_context()'s.
  */
-static bool mpol_private_spills(unsigned short flags, gfp_t gfp)
+static bool mpol_private_spills(unsigned short flags, gfp_t gfp,
+				unsigned int order)
 {
 	if (gfp & __GFP_NOFAIL)
 		return true;
-	if (!gfpflags_allow_blocking(gfp) || (flags & MPOL_F_PRIVATE_OWNER))
+	if (!gfpflags_allow_blocking(gfp) ||
+	    (gfp & (__GFP_NORETRY | __GFP_RETRY_MAYFAIL)) ||
+	    (flags & MPOL_F_PRIVATE_OWNER))
 		return false;
-	return (flags & MPOL_F_SHARED) || !(gfp & __GFP_FS);
+	if (!(gfp & __GFP_FS))
+		return true;
+	return !order && (flags & MPOL_F_SHARED);
+}
+
+/*
+ * The flags of an allocation that stays on the private node: a large
+ * folio that the slowpath would take to the OOM killer (orders up to
+ * PAGE_ALLOC_COSTLY_ORDER, an mTHP fault with defrag on) fails instead,
+ * so that its caller falls back to smaller folios on the node; only a
+ * base page may end in the OOM rule, and only for the task's own choice.
+ */
+static gfp_t mpol_private_node_gfp(gfp_t gfp, unsigned int order)
+{
+	if (order &&
+	    !(gfp & (__GFP_NORETRY | __GFP_RETRY_MAYFAIL | __GFP_NOFAIL)))
+		gfp |= __GFP_NORETRY;
+	return gfp;
 }
 
 /*
@@ -873,26 +899,45 @@ static gfp_t mpol_private_spill_try(gfp_t gfp)
 	return try & ~__GFP_DIRECT_RECLAIM;
 }
 
+/*
+ * The ordinary lists never reach a private node: a mask left with only
+ * private nodes (policy_nodemask() keeps it without cpusets) would fail
+ * every allocation, and loop a page fault forever.  Keep its normal
+ * nodes, in @normal, or none, as for a policy whose nodes all went away;
+ * a private preferred node gives way to the local one.
+ */
+static nodemask_t *mpol_private_strip(int *nid, nodemask_t *nodemask,
+				      nodemask_t *normal)
+{
+	if (node_is_private(*nid))
+		*nid = numa_node_id();
+	if (nodemask && nodes_intersects(*nodemask, node_private_nodes)) {
+		nodes_andnot(*normal, *nodemask, node_private_nodes);
+		nodemask = nodes_empty(*normal) ? NULL : normal;
+	}
+	return nodemask;
+}
+
 /* Serve an MPOL_F_PRIVATE policy's allocation from its normal nodes. */
 static struct page *mpol_private_normal(gfp_t gfp, unsigned int order,
 					int nid, nodemask_t *nodemask)
 {
 	nodemask_t normal;
 
-	if (node_is_private(nid))
-		nid = numa_node_id();
-	/*
-	 * The ordinary lists never reach a private node: a mask left with
-	 * only private nodes (policy_nodemask() keeps it without cpusets)
-	 * would fail every allocation, and loop a page fault forever.  Keep
-	 * its normal nodes, or none, as for a policy whose nodes all went
-	 * away.
-	 */
-	if (nodemask && nodes_intersects(*nodemask, node_private_nodes)) {
-		nodes_andnot(normal, *nodemask, node_private_nodes);
-		nodemask = nodes_empty(normal) ? NULL : &normal;
-	}
+	nodemask = mpol_private_strip(&nid, nodemask, &normal);
 	return __alloc_pages_noprof(gfp, order, nid, nodemask);
+}
+
+/*
+ * The node and mask for a bulk allocation under @pol (vmalloc's pages):
+ * kernel memory, which never goes on a private node.
+ */
+nodemask_t *mpol_private_bulk_mask(const struct mempolicy *pol, int *nid,
+				   nodemask_t *nodemask, nodemask_t *normal)
+{
+	if (!(pol->flags & MPOL_F_PRIVATE))
+		return nodemask;
+	return mpol_private_strip(nid, nodemask, normal);
 }
 
 /*
@@ -929,8 +974,9 @@ struct page *mpol_private_alloc_noprof(gfp_t gfp, unsigned int order,
 	 */
 	if (pol->mode == MPOL_BIND)
 		nodemask = &pol->nodes;
-	if (!mpol_private_spills(pol->flags, ctx))
-		return __alloc_pages_zonelist_noprof(gfp, order, pnid, nodemask,
+	if (!mpol_private_spills(pol->flags, ctx, order))
+		return __alloc_pages_zonelist_noprof(mpol_private_node_gfp(gfp, order),
+						     order, pnid, nodemask,
 						     ALLOC_ZONELIST_PRIVATE);
 	page = __alloc_pages_zonelist_noprof(mpol_private_spill_try(ctx), order,
 					     pnid, nodemask,

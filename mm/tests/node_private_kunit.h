@@ -507,19 +507,40 @@ static void npk_spill_rules(struct kunit *test)
 	gfp_t try;
 
 	/* The task's own choice: the OOM rule applies, nothing spills. */
-	KUNIT_EXPECT_FALSE(test, mpol_private_spills(MPOL_F_PRIVATE, user));
-	KUNIT_EXPECT_TRUE(test, mpol_private_spills(shared, user));
-	KUNIT_EXPECT_TRUE(test, mpol_private_spills(MPOL_F_PRIVATE, nofs));
+	KUNIT_EXPECT_FALSE(test, mpol_private_spills(MPOL_F_PRIVATE, user, 0));
+	KUNIT_EXPECT_TRUE(test, mpol_private_spills(shared, user, 0));
+	KUNIT_EXPECT_TRUE(test, mpol_private_spills(MPOL_F_PRIVATE, nofs, 0));
 	KUNIT_EXPECT_TRUE(test, mpol_private_spills(MPOL_F_PRIVATE,
-						    user | __GFP_NOFAIL));
+						    user | __GFP_NOFAIL, 0));
 	/* One that cannot sleep never OOMs: it fails on the node. */
 	KUNIT_EXPECT_FALSE(test, mpol_private_spills(shared,
-						     GFP_NOWAIT | __GFP_MOVABLE));
+						     GFP_NOWAIT | __GFP_MOVABLE, 0));
 	KUNIT_EXPECT_FALSE(test, mpol_private_spills(MPOL_F_PRIVATE,
-						     GFP_ATOMIC | __GFP_MOVABLE));
+						     GFP_ATOMIC | __GFP_MOVABLE, 0));
+	/*
+	 * A shared large folio, or one that may fail anyway, stays and fails
+	 * there (smaller folios follow); a NOFS one may have none to try.
+	 */
+	KUNIT_EXPECT_FALSE(test, mpol_private_spills(shared, user, 9));
+	KUNIT_EXPECT_FALSE(test, mpol_private_spills(shared, user, 2));
+	KUNIT_EXPECT_TRUE(test, mpol_private_spills(MPOL_F_PRIVATE, nofs, 2));
+	KUNIT_EXPECT_TRUE(test, mpol_private_node_gfp(user, 2) & __GFP_NORETRY);
+	KUNIT_EXPECT_TRUE(test, mpol_private_node_gfp(user, 9) & __GFP_NORETRY);
+	KUNIT_EXPECT_FALSE(test, mpol_private_node_gfp(user, 0) & __GFP_NORETRY);
+	KUNIT_EXPECT_FALSE(test, mpol_private_node_gfp(user | __GFP_RETRY_MAYFAIL,
+						       2) & __GFP_NORETRY);
+	KUNIT_EXPECT_FALSE(test, mpol_private_node_gfp(user | __GFP_NOFAIL, 2) &
+				 __GFP_NORETRY);
+	KUNIT_EXPECT_FALSE(test, mpol_private_spills(MPOL_F_PRIVATE,
+						     nofs | __GFP_NORETRY, 0));
+	KUNIT_EXPECT_FALSE(test, mpol_private_spills(shared,
+						     user | __GFP_RETRY_MAYFAIL,
+						     0));
+	KUNIT_EXPECT_TRUE(test, mpol_private_spills(MPOL_F_PRIVATE,
+						    user | __GFP_NOFAIL, 9));
 	/* The owner's memory stays on its node unless it may not fail. */
-	KUNIT_EXPECT_FALSE(test, mpol_private_spills(owner, nofs));
-	KUNIT_EXPECT_TRUE(test, mpol_private_spills(owner, nofs | __GFP_NOFAIL));
+	KUNIT_EXPECT_FALSE(test, mpol_private_spills(owner, nofs, 0));
+	KUNIT_EXPECT_TRUE(test, mpol_private_spills(owner, nofs | __GFP_NOFAIL, 0));
 
 	/* A shared policy's user may reclaim the node, without OOM. */
 	try = mpol_private_spill_try(user);
