@@ -376,6 +376,48 @@ void node_private_memtier_nodes(nodemask_t *nodes)
 			node_set(nid, *nodes);
 }
 
+static int node_private_distance(int a, int b)
+{
+	return node_distance(a, b);
+}
+
+static bool node_private_has_cpus(int nid)
+{
+	return !cpumask_empty(cpumask_of_node(nid));
+}
+
+/*
+ * node_private_next_best_node() on the topology that @dist and @has_cpus
+ * describe: the kernel's, or a test's.
+ */
+static int node_private_best_node(int node, nodemask_t *used,
+				  const nodemask_t *candidates,
+				  int (*dist)(int, int), bool (*has_cpus)(int))
+{
+	int n, best = NUMA_NO_NODE, min_val = INT_MAX;
+
+	if (!node_isset(node, *used)) {
+		node_set(node, *used);
+		return node;
+	}
+	for_each_node_mask(n, *candidates) {
+		int val;
+
+		if (node_isset(n, *used))
+			continue;
+		val = dist(node, n) + (n < node);
+		if (has_cpus(n))
+			val += PENALTY_FOR_NODE_WITH_CPUS;
+		if (val < min_val) {
+			min_val = val;
+			best = n;
+		}
+	}
+	if (best != NUMA_NO_NODE)
+		node_set(best, *used);
+	return best;
+}
+
 /**
  * node_private_next_best_node - find_next_best_node() over @candidates
  * @node: the node a list is built for
@@ -391,28 +433,9 @@ void node_private_memtier_nodes(nodemask_t *nodes)
 int node_private_next_best_node(int node, nodemask_t *used,
 				const nodemask_t *candidates)
 {
-	int n, best = NUMA_NO_NODE, min_val = INT_MAX;
-
-	if (!node_isset(node, *used)) {
-		node_set(node, *used);
-		return node;
-	}
-	for_each_node_mask(n, *candidates) {
-		int val;
-
-		if (node_isset(n, *used))
-			continue;
-		val = node_distance(node, n) + (n < node);
-		if (!cpumask_empty(cpumask_of_node(n)))
-			val += PENALTY_FOR_NODE_WITH_CPUS;
-		if (val < min_val) {
-			min_val = val;
-			best = n;
-		}
-	}
-	if (best != NUMA_NO_NODE)
-		node_set(best, *used);
-	return best;
+	return node_private_best_node(node, used, candidates,
+				      node_private_distance,
+				      node_private_has_cpus);
 }
 
 /* A memory block of @arg's node exists, online or not. */
@@ -658,11 +681,6 @@ int node_private_order(int local, bool nofallback, const nodemask_t *memory,
 		node_clear(best, todo);
 	}
 	return nr;
-}
-
-static int node_private_distance(int a, int b)
-{
-	return node_distance(a, b);
 }
 
 /* Called by build_zonelists(), with zonelist_update_seq held. */

@@ -94,4 +94,48 @@ static inline void migrate_range_count_rocm(unsigned int nr,
 }
 #endif
 
+/*
+ * A run that a batch gathers: folios next to each other in the batch
+ * that one rmap pass may take (migrate_range_joins()).
+ */
+struct migrate_range_run {
+	struct folio *first;	/* the run's first source folio */
+	struct folio *last;	/* its last source folio so far */
+	struct folio *dst;	/* @first's destination folio */
+	unsigned int idx;	/* @first's place in the batch */
+	unsigned int nr;	/* folios in the run; 0: none is open */
+};
+
+/*
+ * Take @src, the batch's @idx-th folio (moving to @dst), into @run if it
+ * is a @member.  A folio that is not, or that cannot join the open run,
+ * ends that run first: it is copied to @done and true is returned, for
+ * the caller to finish.  The batch's runs are what is left open at the
+ * end and every @done.
+ */
+static inline bool migrate_range_run_step(struct migrate_range_run *run,
+					  struct migrate_range_run *done,
+					  struct folio *src, struct folio *dst,
+					  unsigned int idx, bool member)
+{
+	bool ended = run->nr && (!member ||
+				 !migrate_range_joins(run->first, run->last,
+						      run->nr, src));
+
+	if (ended) {
+		*done = *run;
+		run->nr = 0;
+	}
+	if (member) {
+		if (!run->nr) {
+			run->first = src;
+			run->dst = dst;
+			run->idx = idx;
+		}
+		run->last = src;
+		run->nr++;
+	}
+	return ended;
+}
+
 #endif /* _LINUX_MIGRATE_RANGE_H */

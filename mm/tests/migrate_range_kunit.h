@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * KUnit tests for range-batched migration unmap (mm/migrate_range.c):
- * which folios may share a run, and which folios are left mapped for
- * one.  Included from mm/migrate_range.c.
+ * which folios may share a run, how a batch is cut into runs
+ * (migrate_range_run_step()), and which folios are left mapped for one.
+ * Included from mm/migrate_range.c.
  */
 #include <kunit/test.h>
 #include <linux/gfp.h>
@@ -10,27 +11,6 @@
 /* Stand-ins for two anon_vmas: only their addresses are used. */
 static unsigned long mr_objs[2] __aligned(8);
 #define MR_ANON(i)	((unsigned long)&mr_objs[i] | PAGE_MAPPING_ANON)
-
-/* Split @n keys into runs as migrate_range_batch() does; count them. */
-static int mr_count_runs(const unsigned long *mapping, const pgoff_t *index,
-			 int n)
-{
-	unsigned int nr = 0;
-	int i, first = 0, runs = 0;
-
-	for (i = 0; i < n; i++) {
-		if (nr && migrate_range_key_joins(mapping[first], index[first],
-						  index[i - 1], nr, mapping[i],
-						  index[i])) {
-			nr++;
-			continue;
-		}
-		runs++;
-		first = i;
-		nr = 1;
-	}
-	return runs;
-}
 
 static void mr_joins(struct kunit *test)
 {
@@ -62,39 +42,145 @@ static void mr_joins(struct kunit *test)
 							 a, 0));
 }
 
-static void mr_runs(struct kunit *test)
+/* Enough fake folios for three runs: two full ones and a short one. */
+#define MR_NR	(2 * MIGRATE_RANGE_MAX + 8)
+
+/* Fake folios: migrate_range_joins() looks at ->mapping and ->index only. */
+struct mr_batch {
+	struct folio *src, *dst;		/* MR_NR each */
+	DECLARE_BITMAP(kept, MR_NR);		/* not deferred */
+	struct migrate_range_run runs[MR_NR];	/* what mr_gather() found */
+};
+
+static struct mr_batch *mr_new_batch(struct kunit *test)
 {
-	unsigned long a = MR_ANON(0), b = MR_ANON(1);
-	/* off the stack: 3 KiB there is over the frame-size warning */
-	unsigned long *map = kunit_kcalloc(test, 200, sizeof(*map), GFP_KERNEL);
-	pgoff_t *idx = kunit_kcalloc(test, 200, sizeof(*idx), GFP_KERNEL);
+	struct mr_batch *b = kunit_kzalloc(test, sizeof(*b), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, b);
+	b->src = kunit_kcalloc(test, MR_NR, sizeof(*b->src), GFP_KERNEL);
+	b->dst = kunit_kcalloc(test, MR_NR, sizeof(*b->dst), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, b->src);
+	KUNIT_ASSERT_NOT_NULL(test, b->dst);
+	return b;
+}
+
+static void mr_set(struct mr_batch *b, int i, unsigned long mapping,
+		   pgoff_t index)
+{
+	b->src[i].mapping = (struct address_space *)mapping;
+	b->src[i].index = index;
+}
+
+/* Feed the first @n folios to migrate_range_run_step(), as a batch does. */
+static int mr_gather(struct mr_batch *b, int n)
+{
+	struct migrate_range_run run = {};
+	int i, nr = 0;
+
+	for (i = 0; i < n; i++)
+		nr += migrate_range_run_step(&run, &b->runs[nr], &b->src[i],
+					     &b->dst[i], i,
+					     !test_bit(i, b->kept));
+	if (run.nr)
+		b->runs[nr++] = run;
+	return nr;
+}
+
+/*
+ * The runs of the first @n folios are @want, as (first index, length)
+ * pairs in batch order; a run's folios and the first's destination are
+ * those at its place in the batch.
+ */
+static void mr_expect_runs(struct kunit *test, struct mr_batch *b, int n,
+			   const unsigned int (*want)[2], int nr_want)
+{
+	int k, nr = mr_gather(b, n);
+
+	KUNIT_ASSERT_EQ(test, nr_want, nr);
+	for (k = 0; k < nr; k++) {
+		const struct migrate_range_run *r = &b->runs[k];
+
+		KUNIT_EXPECT_EQ_MSG(test, want[k][0], r->idx, "run %d", k);
+		KUNIT_EXPECT_EQ_MSG(test, want[k][1], r->nr, "run %d", k);
+		KUNIT_EXPECT_PTR_EQ(test, &b->src[want[k][0]], r->first);
+		KUNIT_EXPECT_PTR_EQ(test,
+				    &b->src[want[k][0] + want[k][1] - 1],
+				    r->last);
+		KUNIT_EXPECT_PTR_EQ(test, &b->dst[want[k][0]], r->dst);
+	}
+}
+
+/* Consecutive offsets of one anon_vma: full runs, then the rest. */
+static void mr_runs_full(struct kunit *test)
+{
+	const unsigned int want[][2] = {
+		{ 0, MIGRATE_RANGE_MAX },
+		{ MIGRATE_RANGE_MAX, MIGRATE_RANGE_MAX },
+		{ 2 * MIGRATE_RANGE_MAX, 8 },
+	};
+	struct mr_batch *b = mr_new_batch(test);
 	int i;
 
-	KUNIT_ASSERT_NOT_NULL(test, map);
-	KUNIT_ASSERT_NOT_NULL(test, idx);
+	for (i = 0; i < MR_NR; i++)
+		mr_set(b, i, MR_ANON(0), 1000 + i);
+	mr_expect_runs(test, b, MR_NR, want, ARRAY_SIZE(want));
+}
 
-	/* 200 consecutive pages: runs of 64, 64, 64, 8 */
-	for (i = 0; i < 200; i++) {
-		map[i] = a;
-		idx[i] = 1000 + i;
-	}
-	KUNIT_EXPECT_EQ(test, mr_count_runs(map, idx, 200), 4);
-	/* two VMAs' folios interleaved: every folio a run of its own */
+/* Folios of two VMAs, or offsets falling: nothing joins. */
+static void mr_runs_apart(struct kunit *test)
+{
+	const unsigned int want[][2] = {
+		{ 0, 1 }, { 1, 1 }, { 2, 1 }, { 3, 1 },
+		{ 4, 1 }, { 5, 1 }, { 6, 1 }, { 7, 1 },
+	};
+	struct mr_batch *b = mr_new_batch(test);
+	int i;
+
 	for (i = 0; i < 8; i++)
-		map[i] = i & 1 ? b : a;
-	KUNIT_EXPECT_EQ(test, mr_count_runs(map, idx, 8), 8);
-	/* the same, grouped by anon_vma as a sorted batch has them */
-	for (i = 0; i < 8; i++) {
-		map[i] = i < 4 ? a : b;
-		idx[i] = i < 4 ? 2 * i : 2 * (i - 4) + 1;
+		mr_set(b, i, MR_ANON(i & 1), 1000 + i);
+	mr_expect_runs(test, b, 8, want, ARRAY_SIZE(want));
+	/* a reversed move_pages() array */
+	for (i = 0; i < 8; i++)
+		mr_set(b, i, MR_ANON(0), 100 - i);
+	mr_expect_runs(test, b, 8, want, ARRAY_SIZE(want));
+}
+
+/* The same two VMAs' folios grouped by anon_vma, as a sorted batch has them. */
+static void mr_runs_grouped(struct kunit *test)
+{
+	const unsigned int want[][2] = { { 0, 4 }, { 4, 4 } };
+	struct mr_batch *b = mr_new_batch(test);
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		mr_set(b, i, MR_ANON(0), 2 * i);
+		mr_set(b, 4 + i, MR_ANON(1), 2 * i + 1);
 	}
-	KUNIT_EXPECT_EQ(test, mr_count_runs(map, idx, 8), 2);
-	/* descending offsets (a reversed move_pages() array) never join */
-	for (i = 0; i < 8; i++) {
-		map[i] = a;
-		idx[i] = 100 - i;
-	}
-	KUNIT_EXPECT_EQ(test, mr_count_runs(map, idx, 8), 8);
+	mr_expect_runs(test, b, 8, want, ARRAY_SIZE(want));
+}
+
+/*
+ * A folio the batch does not defer (unmapped by then, or ROCM's) ends
+ * the run even where its neighbours would join, and is in none.
+ */
+static void mr_runs_kept(struct kunit *test)
+{
+	const unsigned int mid[][2] = { { 0, 3 }, { 4, 4 } };
+	const unsigned int ends[][2] = { { 1, 6 } };
+	struct mr_batch *b = mr_new_batch(test);
+	int i;
+
+	for (i = 0; i < 8; i++)
+		mr_set(b, i, MR_ANON(0), 1000 + i);
+	__set_bit(3, b->kept);
+	mr_expect_runs(test, b, 8, mid, ARRAY_SIZE(mid));
+	bitmap_zero(b->kept, MR_NR);
+	__set_bit(0, b->kept);
+	__set_bit(7, b->kept);
+	mr_expect_runs(test, b, 8, ends, ARRAY_SIZE(ends));
+	/* none deferred: no run */
+	bitmap_fill(b->kept, MR_NR);
+	mr_expect_runs(test, b, 8, NULL, 0);
 }
 
 static void mr_put_folio(void *data)
@@ -137,7 +223,10 @@ static void mr_defer(struct kunit *test)
 
 static struct kunit_case migrate_range_cases[] = {
 	KUNIT_CASE(mr_joins),
-	KUNIT_CASE(mr_runs),
+	KUNIT_CASE(mr_runs_full),
+	KUNIT_CASE(mr_runs_apart),
+	KUNIT_CASE(mr_runs_grouped),
+	KUNIT_CASE(mr_runs_kept),
 	KUNIT_CASE(mr_defer),
 	{}
 };

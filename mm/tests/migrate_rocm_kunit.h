@@ -2,9 +2,13 @@
 /*
  * KUnit tests for the ROCM eligibility rules (mm/migrate_rocm.c): each
  * rule is tested on its own, negated, against an otherwise eligible
- * folio or mapping.  Included from mm/migrate_rocm.c.
+ * folio or mapping; then the facts the rules get are gathered from real
+ * folios (anon, tmpfs, KSM) and real PTEs of the test's own mm.
+ * Included from mm/migrate_rocm.c.
  */
 #include <kunit/test.h>
+#include <linux/file.h>
+#include <linux/mman.h>
 
 /* An order-0 page-cache folio that ROCM may move. */
 static const struct rocm_folio_facts rocm_file_ok = {
@@ -76,12 +80,6 @@ static void rf_fewer_refs(struct rocm_folio_facts *f)
 	f->ref_count--;
 }
 
-/* KSM: anon, never exclusive, mapped read-only; the anon rules decide */
-static void rf_ksm(struct rocm_folio_facts *f)
-{
-	f->anon_exclusive = false;
-}
-
 /* tmpfs with a shared writable mapping somewhere (no page_mkwrite) */
 static void rf_shmem_writable(struct rocm_folio_facts *f)
 {
@@ -126,8 +124,10 @@ static const struct rocm_folio_case rocm_folio_cases[] = {
 	{ "maybe DMA-pinned",	rf_pinned,	ROCM_PINNED,	ROCM_PINNED },
 	{ "unexplained ref",	rf_extra_ref,	ROCM_REFS,	ROCM_REFS },
 	{ "refs below expected", rf_fewer_refs,	ROCM_REFS,	ROCM_REFS },
-	/* a KSM folio is write-protected and never written in place */
-	{ "KSM",		rf_ksm,		ROCM_OK,	ROCM_OK },
+	/*
+	 * No KSM row: the facts have no KSM bit, and the gatherer gives a
+	 * KSM folio an anon folio's (rocm_test_facts_ksm()).
+	 */
 	{ "swapcache",		rf_swapcache,	ROCM_SWAPCACHE,	ROCM_SWAPCACHE },
 	{ "mlocked",		rf_mlocked,	ROCM_MLOCKED,	ROCM_MLOCKED },
 	{ "PG_private",		rf_private,	ROCM_PRIVATE,	ROCM_PRIVATE },
@@ -298,6 +298,255 @@ static void rocm_test_make_pte(struct kunit *test)
 #endif
 }
 
+/*
+ * Where the walk stands: on a PMD (no PTE), on a PTE that is no longer
+ * present (a migration or device-exclusive entry), on a present PTE.
+ */
+static void rocm_test_pte_get(struct kunit *test)
+{
+	const unsigned long pfn = 0x1234;
+	pte_t present = pfn_pte(pfn, vm_get_page_prot(VM_READ));
+	pte_t entry = swp_entry_to_pte(make_readable_migration_entry(pfn));
+	struct page_vma_mapped_walk pvmw = {};
+	pte_t pte = __pte(0);
+
+	KUNIT_EXPECT_EQ(test, ROCM_PMD, rocm_pte_get(&pvmw, &pte));
+	pvmw.pte = &entry;
+	KUNIT_EXPECT_EQ(test, ROCM_CHANGED, rocm_pte_get(&pvmw, &pte));
+	pvmw.pte = &present;
+	KUNIT_EXPECT_EQ(test, ROCM_OK, rocm_pte_get(&pvmw, &pte));
+	KUNIT_EXPECT_EQ(test, pfn, pte_pfn(pte));
+}
+
+KUNIT_DEFINE_ACTION_WRAPPER(rocm_test_fput, fput, struct file *);
+KUNIT_DEFINE_ACTION_WRAPPER(rocm_test_folio_put, folio_put, struct folio *);
+
+/* Free a folio the test gave a stand-in ->mapping and flags. */
+static void rocm_test_put_fake(void *data)
+{
+	struct folio *folio = data;
+
+	folio_test_clear_writeback(folio);
+	folio->mapping = NULL;
+	folio_put(folio);
+}
+
+/* rocm_folio_facts() under the folio lock, as __migrate_rocm_check() has it. */
+static void rocm_test_facts(struct folio *folio, struct rocm_folio_facts *f)
+{
+	folio_lock(folio);
+	rocm_folio_facts(folio, f);
+	folio_unlock(folio);
+}
+
+/*
+ * The PTE that maps @folio at @addr of the test's mm, found as the check
+ * walk finds it: rocm_pte_get() must return it, and the per-mapping
+ * facts gathered from it and its VMA must come to @want.  No assertion
+ * while a lock is held: a test that ends there leaves it held.
+ */
+static void rocm_test_pte(struct kunit *test, struct folio *folio,
+			  unsigned long addr, enum rocm_reason want)
+{
+	enum rocm_reason got = NR_ROCM_REASONS, why = NR_ROCM_REASONS;
+	struct mm_struct *mm = current->mm;
+	struct vm_area_struct *vma;
+	pte_t pte = __pte(0);
+
+	mmap_read_lock(mm);
+	vma = vma_lookup(mm, addr);
+	if (vma) {
+		DEFINE_FOLIO_VMA_WALK(pvmw, folio, vma, addr, PVMW_SYNC);
+
+		if (page_vma_mapped_walk(&pvmw)) {
+			got = rocm_pte_get(&pvmw, &pte);
+			why = rocm_pte_why(folio, &pvmw, &pte, true);
+			page_vma_mapped_walk_done(&pvmw);
+		}
+	}
+	mmap_read_unlock(mm);
+	KUNIT_EXPECT_EQ(test, ROCM_OK, got);
+	KUNIT_EXPECT_EQ(test, folio_pfn(folio), pte_pfn(pte));
+	KUNIT_EXPECT_EQ(test, want, why);
+}
+
+/* A page's worth of the test's own mm (kunit_vm_mmap() makes one). */
+static unsigned long rocm_test_mmap(struct kunit *test, struct file *file,
+				    unsigned long prot, unsigned long flags)
+{
+	unsigned long addr = kunit_vm_mmap(test, file, 0, PAGE_SIZE, prot,
+					   flags, 0);
+
+	if (!addr || IS_ERR_VALUE(addr))
+		kunit_skip(test, "no user mapping for the test (%ld)",
+			   (long)addr);
+	return addr;
+}
+
+/*
+ * A KSM folio as the gatherer sees it: ->mapping points at a stable
+ * node tagged PAGE_MAPPING_KSM, which makes it anon and not movable_ops.
+ * So the anon rules apply: PG_dirty does not stop it, no a_ops are
+ * looked at (a stable node is no address_space), and it is not
+ * exclusive (KSM never makes a page so).  Not mapped: merging needs
+ * ksmd; the test's reference stands for the isolation's.
+ */
+static void rocm_test_facts_ksm(struct kunit *test)
+{
+	static unsigned long stable_node __aligned(8);
+	struct rocm_folio_facts f;
+	struct folio *folio;
+
+	if (!IS_ENABLED(CONFIG_KSM))
+		kunit_skip(test, "no KSM folio without CONFIG_KSM");
+	folio = folio_alloc(GFP_KERNEL, 0);
+	if (!folio)
+		kunit_skip(test, "no folio");
+	KUNIT_ASSERT_EQ(test, 0,
+			kunit_add_action_or_reset(test, rocm_test_put_fake,
+						  folio));
+	folio->mapping = (struct address_space *)
+			 ((unsigned long)&stable_node | PAGE_MAPPING_KSM);
+	KUNIT_ASSERT_TRUE(test, folio_test_ksm(folio));
+	folio_set_dirty(folio);
+
+	rocm_test_facts(folio, &f);
+	KUNIT_EXPECT_TRUE(test, f.anon);
+	KUNIT_EXPECT_TRUE(test, f.lru);
+	KUNIT_EXPECT_TRUE(test, f.dirty);
+	KUNIT_EXPECT_FALSE(test, f.anon_exclusive);
+	KUNIT_EXPECT_FALSE(test, f.plain_aops);
+	KUNIT_EXPECT_FALSE(test, f.writeback);
+	KUNIT_EXPECT_EQ(test, 1, f.ref_count);
+	KUNIT_EXPECT_EQ(test, 1, f.expected_refs);
+	KUNIT_EXPECT_EQ(test, ROCM_OK, rocm_check_folio(&f));
+
+	/* swapped out, as KSM folios may be */
+	folio_test_set_writeback(folio);
+	rocm_test_facts(folio, &f);
+	folio_test_clear_writeback(folio);
+	KUNIT_EXPECT_TRUE(test, f.writeback);
+	KUNIT_EXPECT_EQ(test, ROCM_WRITEBACK, rocm_check_folio(&f));
+}
+
+/*
+ * A private anon page the test wrote (a write fault through GUP): an
+ * anon folio mapped once, exclusive to its mapping, by a writable PTE;
+ * GUP's reference stands for the isolation's.  A pin shows.
+ */
+static void rocm_test_facts_anon(struct kunit *test)
+{
+	unsigned long addr = rocm_test_mmap(test, NULL, PROT_READ | PROT_WRITE,
+					    MAP_PRIVATE | MAP_ANONYMOUS);
+	struct rocm_folio_facts f;
+	struct page *page;
+	struct folio *folio;
+	long pinned;
+
+	KUNIT_ASSERT_EQ(test, 1,
+			get_user_pages_unlocked(addr, 1, &page, FOLL_WRITE));
+	folio = page_folio(page);
+	KUNIT_ASSERT_EQ(test, 0,
+			kunit_add_action_or_reset(test, rocm_test_folio_put,
+						  folio));
+	/* the fault's LRU batch holds a reference until drained */
+	lru_add_drain_all();
+
+	rocm_test_facts(folio, &f);
+	KUNIT_EXPECT_EQ(test, 0, f.order);
+	KUNIT_EXPECT_TRUE(test, f.anon);
+	KUNIT_EXPECT_TRUE(test, f.lru);
+	KUNIT_EXPECT_TRUE(test, f.anon_exclusive);
+	KUNIT_EXPECT_FALSE(test, f.swapcache);
+	KUNIT_EXPECT_FALSE(test, f.writeback);
+	KUNIT_EXPECT_FALSE(test, f.maybe_pinned);
+	KUNIT_EXPECT_EQ(test, 2, f.ref_count);
+	KUNIT_EXPECT_EQ(test, 2, f.expected_refs);
+	KUNIT_EXPECT_EQ(test, ROCM_EXCLUSIVE, rocm_check_folio(&f));
+	rocm_test_pte(test, folio, addr, ROCM_PTE_WRITE);
+
+	pinned = pin_user_pages_unlocked(addr, 1, &page, FOLL_WRITE);
+	if (pinned == 1) {
+		rocm_test_facts(folio, &f);
+		unpin_user_page(page);
+	}
+	KUNIT_ASSERT_EQ(test, 1, pinned);
+	KUNIT_EXPECT_TRUE(test, f.maybe_pinned);
+}
+
+/*
+ * A tmpfs folio: page cache whose migrate_folio only copies, and whose
+ * PG_dirty asks for swap space rather than writeback.  Once the file
+ * may be written through a shared mapping (MAP_SHARED of a file opened
+ * for writing, even PROT_READ), neither the folio nor its read-only PTE
+ * may move in place.  A mapping shows in the expected references.
+ */
+static void rocm_test_facts_shmem(struct kunit *test)
+{
+	struct rocm_folio_facts f;
+	struct folio *folio;
+	struct file *file;
+	struct page *page;
+	unsigned long addr;
+	bool same = false;
+	long got;
+
+	if (!IS_ENABLED(CONFIG_SHMEM))
+		kunit_skip(test, "no tmpfs without CONFIG_SHMEM");
+	file = shmem_file_setup("rocm_kunit", PAGE_SIZE, VM_NORESERVE);
+	if (IS_ERR(file))
+		kunit_skip(test, "no tmpfs file (%ld)", PTR_ERR(file));
+	KUNIT_ASSERT_EQ(test, 0,
+			kunit_add_action_or_reset(test, rocm_test_fput, file));
+	folio = shmem_read_folio(file->f_mapping, 0);
+	if (IS_ERR(folio))
+		kunit_skip(test, "no tmpfs folio (%ld)", PTR_ERR(folio));
+	KUNIT_ASSERT_EQ(test, 0,
+			kunit_add_action_or_reset(test, rocm_test_folio_put,
+						  folio));
+	if (folio_test_large(folio))
+		kunit_skip(test, "tmpfs gave a large folio (shmem_enabled)");
+	lru_add_drain_all();
+
+	/* the page cache's reference and the test's */
+	rocm_test_facts(folio, &f);
+	KUNIT_EXPECT_FALSE(test, f.anon);
+	KUNIT_EXPECT_TRUE(test, f.lru);
+	KUNIT_EXPECT_TRUE(test, f.plain_aops);
+	KUNIT_EXPECT_FALSE(test, f.shmem_writable);
+	KUNIT_EXPECT_EQ(test, 2, f.ref_count);
+	KUNIT_EXPECT_EQ(test, 2, f.expected_refs);
+	KUNIT_EXPECT_EQ(test, ROCM_OK, rocm_check_folio(&f));
+
+	folio_lock(folio);
+	folio_mark_dirty(folio);
+	folio_unlock(folio);
+	KUNIT_ASSERT_TRUE(test, folio_test_dirty(folio));
+	rocm_test_facts(folio, &f);
+	KUNIT_EXPECT_FALSE(test, f.dirty);
+	KUNIT_EXPECT_EQ(test, ROCM_OK, rocm_check_folio(&f));
+
+	addr = rocm_test_mmap(test, file, PROT_READ, MAP_SHARED);
+	rocm_test_facts(folio, &f);
+	KUNIT_EXPECT_TRUE(test, f.shmem_writable);
+	KUNIT_EXPECT_EQ(test, ROCM_SHARED_WRITE, rocm_check_folio(&f));
+
+	/* a read fault maps it; GUP's own reference goes at once */
+	got = get_user_pages_unlocked(addr, 1, &page, 0);
+	if (got == 1) {
+		same = page_folio(page) == folio;
+		put_page(page);
+	}
+	KUNIT_ASSERT_EQ(test, 1, got);
+	KUNIT_ASSERT_TRUE(test, same);
+	/* GUP marked it accessed: an LRU batch may hold it */
+	lru_add_drain_all();
+	rocm_test_facts(folio, &f);
+	KUNIT_EXPECT_EQ(test, 3, f.ref_count);
+	KUNIT_EXPECT_EQ(test, 3, f.expected_refs);
+	rocm_test_pte(test, folio, addr, ROCM_SHARED_WRITE);
+}
+
 /* Every reason has a name, and out-of-range values do not crash. */
 static void rocm_test_reason_names(struct kunit *test)
 {
@@ -312,6 +561,10 @@ static struct kunit_case rocm_test_cases[] = {
 	KUNIT_CASE(rocm_test_folio_rules),
 	KUNIT_CASE(rocm_test_pte_rules),
 	KUNIT_CASE(rocm_test_make_pte),
+	KUNIT_CASE(rocm_test_pte_get),
+	KUNIT_CASE(rocm_test_facts_ksm),
+	KUNIT_CASE(rocm_test_facts_anon),
+	KUNIT_CASE(rocm_test_facts_shmem),
 	KUNIT_CASE(rocm_test_reason_names),
 	{}
 };

@@ -269,21 +269,84 @@ static void npk_fence_clock(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, c.closed);
 }
 
-/* What node_private_next_best_node() minimises, from @node to @n. */
-static int npk_pref(int node, int n)
+/* Nodes of the synthetic topology with CPUs, set by each case. */
+static nodemask_t npk_cpus;
+
+static bool npk_has_cpus(int n)
 {
-	return node_distance(node, n) + (n < node) +
-	       (cpumask_empty(cpumask_of_node(n)) ? 0 :
-		PENALTY_FOR_NODE_WITH_CPUS);
+	return node_isset(n, npk_cpus);
 }
 
-/* Each candidate once, local node first, then by non-falling preference. */
+/*
+ * The picks for @node over the synthetic topology's candidates (normal
+ * nodes and private tier members: every node but 4) are @want, then
+ * none.
+ */
+static void npk_expect_best(struct kunit *test, int node, const int *want,
+			    int nr_want)
+{
+	nodemask_t memory, cand, used = NODE_MASK_NONE;
+	int i;
+
+	npk_masks(&memory, &cand);
+	nodes_or(cand, cand, memory);
+	for (i = 0; i < nr_want; i++)
+		KUNIT_EXPECT_EQ_MSG(test, want[i],
+				    node_private_best_node(node, &used, &cand,
+							   npk_distance,
+							   npk_has_cpus),
+				    "node %d pick %d", node, i);
+	KUNIT_EXPECT_EQ_MSG(test, NUMA_NO_NODE,
+			    node_private_best_node(node, &used, &cand,
+						   npk_distance, npk_has_cpus),
+			    "node %d: more than %d picks", node, nr_want);
+}
+
+/*
+ * Worked out by hand: @node first, then the lowest of distance, +1 for
+ * a node below @node, +1 for a node with CPUs; equal costs by id.  CPUs
+ * on 0, 1 and the memoryless 4.
+ */
+static void npk_best_node(struct kunit *test)
+{
+	nodes_clear(npk_cpus);
+	node_set(0, npk_cpus);
+	node_set(1, npk_cpus);
+	node_set(4, npk_cpus);
+	/* 2 (15) before 1 (20, +1 CPUs); 3 (30), 5 (40) */
+	npk_expect_best(test, 0, (const int[]){ 0, 2, 1, 3, 5 }, 5);
+	/* 3 (15), 0 (20, +1 below, +1 CPUs), 2 (30), 5 */
+	npk_expect_best(test, 1, (const int[]){ 1, 3, 0, 2, 5 }, 5);
+	/* at 30: 3 (above, no CPUs: 30) before 1 (below, CPUs: 32) */
+	npk_expect_best(test, 2, (const int[]){ 2, 0, 3, 1, 5 }, 5);
+	/* at 30, both below: 2 (31) before 0 (CPUs: 32) */
+	npk_expect_best(test, 3, (const int[]){ 3, 1, 2, 0, 5 }, 5);
+	/* itself, no candidate though; at 20, all below: 2, 3 (21), 0, 1 (22) */
+	npk_expect_best(test, 4, (const int[]){ 4, 2, 3, 0, 1, 5 }, 6);
+}
+
+/* Each tie-break on its own: no CPUs anywhere, then on node 0 only. */
+static void npk_best_node_ties(struct kunit *test)
+{
+	nodes_clear(npk_cpus);
+	/* at 30 from 2: 3 above (30) before 1 below (31) */
+	npk_expect_best(test, 2, (const int[]){ 2, 0, 3, 1, 5 }, 5);
+	/* at 30 from 3, both below (31): by id */
+	npk_expect_best(test, 3, (const int[]){ 3, 1, 0, 2, 5 }, 5);
+	/* at 20 from 4, all below (21): by id */
+	npk_expect_best(test, 4, (const int[]){ 4, 0, 1, 2, 3, 5 }, 6);
+	/* CPUs on 0 alone turn the first tie round: 2 (31), 0 (32) */
+	node_set(0, npk_cpus);
+	npk_expect_best(test, 3, (const int[]){ 3, 1, 2, 0, 5 }, 5);
+}
+
+/* On this kernel's topology: each candidate once, the local node first. */
 static void npk_next_best_node(struct kunit *test)
 {
 	int node = first_node(node_states[N_MEMORY]);
 	nodemask_t used = NODE_MASK_NONE, seen = NODE_MASK_NONE;
 	nodemask_t cand = node_states[N_MEMORY];
-	int n, prev = -1, picks = 0;
+	int n, picks = 0;
 
 	KUNIT_EXPECT_EQ(test, node_private_next_best_node(node, &used, &cand),
 			node);
@@ -293,8 +356,6 @@ static void npk_next_best_node(struct kunit *test)
 		KUNIT_ASSERT_TRUE(test, node_isset(n, cand));
 		KUNIT_EXPECT_FALSE_MSG(test, node_isset(n, seen),
 				       "node %d picked twice", n);
-		KUNIT_EXPECT_GE(test, npk_pref(node, n), prev);
-		prev = npk_pref(node, n);
 		node_set(n, seen);
 		KUNIT_ASSERT_LE(test, ++picks, MAX_NUMNODES);
 	}
@@ -566,6 +627,8 @@ static struct kunit_case node_private_cases[] = {
 	KUNIT_CASE(npk_memtier_caps),
 	KUNIT_CASE(npk_fence_verdict),
 	KUNIT_CASE(npk_fence_clock),
+	KUNIT_CASE(npk_best_node),
+	KUNIT_CASE(npk_best_node_ties),
 	KUNIT_CASE(npk_next_best_node),
 	KUNIT_CASE(npk_predicates),
 	KUNIT_CASE(npk_register_rules),
