@@ -1056,7 +1056,10 @@ int main(int argc, char **argv)
 			ksft_test_result_pass("worker_fairness\n");
 	}
 
-	/* 6. cost_inflation: report kernel time per op; every point progressed. */
+	/*
+	 * 6. Kernel time per op is reported (no bound holds across machines);
+	 * the check is that every point made progress.
+	 */
 	{
 		int stalled = -1;
 		double c1 = one >= 0 ? MED(one, stime_ns_op) : 0;
@@ -1070,13 +1073,13 @@ int main(int argc, char **argv)
 				       c1 > 0 ? MED(p, stime_ns_op) / c1 : 0,
 				       MED(p, ops_s) * MED(p, faults_op) /
 				       point_nodes(points[p]));
+		if (c1 <= 0)
+			ksft_print_msg("cost: no system time was accounted\n");
 		if (stalled >= 0)
-			ksft_test_result_fail("cost_inflation: no progress at %d workers\n",
+			ksft_test_result_fail("every_point_progressed: none at %d workers\n",
 					      stalled);
-		else if (c1 <= 0)
-			ksft_test_result_skip("cost_inflation: no system time was accounted\n");
 		else
-			ksft_test_result_pass("cost_inflation\n");
+			ksft_test_result_pass("every_point_progressed\n");
 	}
 
 	if (opt.csv)

@@ -183,18 +183,33 @@ else
 fi
 if have perf && have migratepages; then
 	t=$from from=$to to=$t
-	# The rst's command, with the migration started once perf counts.
-	perf stat -x, -o "$tmp/stat2" \
-		-e migrate:mm_migrate_batch,migrate:mm_migration_entry_wait -a sleep 6 &
+	# The rst's command, its events off until perf's control fifo says
+	# (the ack) that they count; migrate, then end its workload (a read
+	# of one line from a fifo: perf stat does not stop on SIGINT while
+	# its workload runs).  No sleep guesses when perf is ready: a slow
+	# guest only waits longer.
+	mkfifo "$tmp/ctl" "$tmp/ack" "$tmp/done"
+	exec 7<>"$tmp/done" 8<>"$tmp/ctl" 9<>"$tmp/ack"
+	perf stat -x, -o "$tmp/stat2" -D -1 --control "fifo:$tmp/ctl,$tmp/ack" \
+		-e migrate:mm_migrate_batch,migrate:mm_migration_entry_wait -a \
+		head -n 1 "$tmp/done" &
 	spid=$!
-	sleep 2
+	echo enable >&8
+	ack=
+	read -r -t 60 ack <&9 || true
 	before=$(vmstat pgmigrate_success)
-	migratepages "$pid" $from $to
+	[ "$ack" = ack ] && migratepages "$pid" $from $to
 	moved=$(($(vmstat pgmigrate_success) - before))
+	echo done >&7
 	wait $spid
+	exec 7>&- 8>&- 9>&-
 	b=$(awk -F, '$3 == "migrate:mm_migrate_batch" { print $1 + 0 }' "$tmp/stat2")
-	check "rst example (perf stat -a sleep): mm_migrate_batch counted ($b, $moved moved)" \
-		all_ge "$moved" "$pages" "$b" $(((moved + 511) / 512))
+	if [ "$ack" != ack ]; then
+		not_ok "rst example (perf stat -a sleep): perf did not ack \"enable\" in 60 s"
+	else
+		check "rst example (perf stat -a sleep): mm_migrate_batch counted ($b, $moved moved)" \
+			all_ge "$moved" "$pages" "$b" $(((moved + 511) / 512))
+	fi
 else
 	skip "perf or migratepages not installed"
 fi

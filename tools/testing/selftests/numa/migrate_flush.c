@@ -30,7 +30,9 @@
  * pinned_followers pins a run of the pages (gup_test) so that they stay
  * busy in a fallback group: they must be given back and fail on their
  * own exactly as the per-folio fallback fails them -- the same
- * move_pages() result, the same pages left, the same pgmigrate_fail.
+ * move_pages() result, the same pages left, the same failed pages
+ * counted (the nr_failed of this task's mm_migrate_pages events, what
+ * its calls add to the system-wide pgmigrate_fail).
  *
  * Needs CONFIG_MIGRATE_DEFER_FLUSH_DEBUG, CONFIG_MIGRATE_STAGES (its
  * mm_migrate_batch event counts the batches), tracefs, three CPUs and two
@@ -254,15 +256,15 @@ FIXTURE_SETUP(mf)
 	self->pool[1][0] = '\0';
 	self->len = variant->nr * variant->size;
 	if (access(SKIP_ASYNC, W_OK) || access(SYSCTL, W_OK))
-		SKIP(return, "no %s (CONFIG_MIGRATE_DEFER_FLUSH_DEBUG)", SKIP_ASYNC);
+		NU_SKIP(return, "no %s (CONFIG_MIGRATE_DEFER_FLUSH_DEBUG)", SKIP_ASYNC);
 	if (!nu_trace_has("tlb/tlb_flush"))
-		SKIP(return, "no tlb:tlb_flush tracepoint (x86 with tracefs only)");
+		NU_SKIP(return, "no tlb:tlb_flush tracepoint (x86 with tracefs only)");
 	if (!nu_trace_has("migrate/mm_migrate_batch"))
-		SKIP(return, "no mm_migrate_batch tracepoint (CONFIG_MIGRATE_STAGES)");
+		NU_SKIP(return, "no mm_migrate_batch tracepoint (CONFIG_MIGRATE_STAGES)");
 	if (!nu_pick_cpus(cpus, NR_READERS + 1))
-		SKIP(return, "needs %d CPUs", NR_READERS + 1);
+		NU_SKIP(return, "needs %d CPUs", NR_READERS + 1);
 	if (nu_topo_read(&topo) || topo.nr_eligible < 2)
-		SKIP(return, "needs two nodes with memory");
+		NU_SKIP(return, "needs two nodes with memory");
 	self->from = topo.node[topo.eligible[0]].id;
 	self->to = topo.node[topo.eligible[1]].id;
 
@@ -272,14 +274,14 @@ FIXTURE_SETUP(mf)
 	    (!nu_huge_pool(self->from, variant->nr, self->pool[0], sizeof(self->pool[0])) ||
 	     !nu_huge_pool(self->to, variant->nr, self->pool[1], sizeof(self->pool[1])))) {
 		nu_huge_pool_restore(self->from, self->pool[0]);
-		SKIP(return, "cannot get %d free 2 MiB pages on nodes %d and %d",
-		     variant->nr, self->from, self->to);
+		NU_SKIP(return, "cannot get %d free 2 MiB pages on nodes %d and %d",
+			variant->nr, self->from, self->to);
 	}
 	self->buf = map_buf(variant, self->len);
 	if (!self->buf && variant->hugetlb) {
 		nu_huge_pool_restore(self->from, self->pool[0]);
 		nu_huge_pool_restore(self->to, self->pool[1]);
-		SKIP(return, "no 2 MiB hugetlb memfd: %s", strerror(errno));
+		NU_SKIP(return, "no 2 MiB hugetlb memfd: %s", strerror(errno));
 	}
 	ASSERT_NE(NULL, self->buf);
 	mask = 1UL << self->from;
@@ -288,8 +290,8 @@ FIXTURE_SETUP(mf)
 	for (i = 0; i < (int)self->len; i++)
 		self->buf[i] = (char)(i * 7 + i / PAGE);
 	if (variant->thp && nu_anon_huge_kb() < (long)(self->len >> 10))
-		SKIP(return, "no PMD-mapped THPs (%ld kB; THP disabled?)",
-		     nu_anon_huge_kb());
+		NU_SKIP(return, "no PMD-mapped THPs (%ld kB; THP disabled?)",
+			nu_anon_huge_kb());
 	/* ROCM would move these read-only COW pages without an unmap. */
 	if (nu_read_str(ROCM, self->rocm, sizeof(self->rocm)) >= 0)
 		ASSERT_EQ(0, nu_write_str(ROCM, "0"));
@@ -394,17 +396,17 @@ TEST_F(mf, rounds)
 	off = moving(_metadata, self, variant, self->to, "0");
 	/* a THP split for want of a 2 MiB page on the target counts apart */
 	if (variant->thp && nu_anon_huge_kb() < (long)(self->len >> 10))
-		SKIP(return, "THPs were split on migration");
+		NU_SKIP(return, "THPs were split on migration");
 	on = moving(_metadata, self, variant, self->from, "1");
 	if (variant->thp && nu_anon_huge_kb() < (long)(self->len >> 10))
-		SKIP(return, "THPs were split on migration");
+		NU_SKIP(return, "THPs were split on migration");
 	TH_LOG("%d folios mapped by %d readers on other CPUs: stock=%ld/%ld deferred=%ld/%ld (rounds/batches)",
 	       variant->nr, NR_READERS, off.rounds, off.batches, on.rounds,
 	       on.batches);
 	ASSERT_LE(0, off.rounds);
 	ASSERT_LE(0, on.rounds);
 	if (!off.rounds)
-		SKIP(return, "no IPI flush traced: broadcast TLBI (arm64) or a paravirt flush");
+		NU_SKIP(return, "no IPI flush traced: broadcast TLBI (arm64) or a paravirt flush");
 	/*
 	 * Stock: a round per entry of a reader live on another CPU (2 per
 	 * folio when both readers run, as they do here; a reader that
@@ -426,20 +428,56 @@ TEST_F(mf, rounds)
 #define PIN_FIRST	8
 #define NR_PINNED	8
 
-/* Move every page to @to; give the move_pages() result, pages left. */
+#define FAILS_EVENT	"migrate/mm_migrate_pages"
+
+/*
+ * The pages this task's migrate_pages() calls failed while @fn(@arg)
+ * ran: the sum of the nr_failed of its mm_migrate_pages events, which is
+ * what each call adds to pgmigrate_fail (a system-wide count that other
+ * tasks' migrations, NUMA balancing's and compaction's, move too).  The
+ * trace counts lines, so one entry counts the events of each value a
+ * call of at most NR_PAGES pages can report, and one all of them: -1
+ * unless they agree and there was an event, so that a change of the
+ * event's format cannot read as no failure.
+ */
+static long failed_pages(long (*fn)(void *arg), void *arg, long *ret)
+{
+	static char match[NR_PAGES + 1][24];
+	struct nu_event ev[NR_PAGES + 2];
+	long sum = 0, seen = 0;
+	int n;
+
+	for (n = 0; n < NR_PAGES + 2; n++) {
+		ev[n] = (struct nu_event){ .name = FAILS_EVENT };
+		snprintf(ev[n].filter, sizeof(ev[n].filter),
+			 "common_pid == %d", getpid());
+		if (n > NR_PAGES)
+			continue;	/* the last one counts them all */
+		snprintf(match[n], sizeof(match[n]), " nr_failed=%d ", n);
+		ev[n].match = match[n];
+	}
+	if (nu_trace_count(ev, NR_PAGES + 2, fn, arg, ret))
+		return -1;
+	for (n = 0; n <= NR_PAGES; n++) {
+		sum += n * ev[n].count;
+		seen += ev[n].count;
+	}
+	return seen && seen == ev[NR_PAGES + 1].count ? sum : -1;
+}
+
+/*
+ * Move every page to @to: the move_pages() result, where each page is
+ * in @status, the pages this task's migration failed in *@fails.  (The
+ * pages are mapped once: MPOL_MF_MOVE_ALL moves what MPOL_MF_MOVE does.)
+ */
 static long move_round(char *buf, int to, int *status, long *fails)
 {
-	void *pages[NR_PAGES];
-	int nodes[NR_PAGES], i;
-	long before = nu_vmstat("pgmigrate_fail"), ret;
+	struct move m = { .buf = buf, .node = to, .nr = NR_PAGES,
+			  .size = PAGE };
+	long ret = -1;
 
-	for (i = 0; i < NR_PAGES; i++) {
-		pages[i] = buf + i * PAGE;
-		nodes[i] = to;
-	}
-	ret = nu_move_pages_where(0, NR_PAGES, pages, nodes, status,
-				  MPOL_MF_MOVE);
-	*fails = nu_vmstat("pgmigrate_fail") - before;
+	*fails = failed_pages(move_all, &m, &ret);
+	memcpy(status, m.status, sizeof(m.status));
 	return ret;
 }
 
@@ -456,12 +494,14 @@ TEST(pinned_followers)
 	char *buf;
 
 	if (access(SKIP_ASYNC, W_OK) || access(SYSCTL, W_OK))
-		SKIP(return, "no %s (CONFIG_MIGRATE_DEFER_FLUSH_DEBUG)", SKIP_ASYNC);
+		NU_SKIP(return, "no %s (CONFIG_MIGRATE_DEFER_FLUSH_DEBUG)", SKIP_ASYNC);
+	if (!nu_trace_has(FAILS_EVENT))
+		NU_SKIP(return, "no %s tracepoint (tracefs)", FAILS_EVENT);
 	gup = open("/sys/kernel/debug/gup_test", O_RDWR);
 	if (gup < 0)
-		SKIP(return, "no /sys/kernel/debug/gup_test (CONFIG_GUP_TEST)");
+		NU_SKIP(return, "no /sys/kernel/debug/gup_test (CONFIG_GUP_TEST)");
 	if (nu_topo_read(&topo) || topo.nr_eligible < 2)
-		SKIP(return, "needs two nodes with memory");
+		NU_SKIP(return, "needs two nodes with memory");
 	buf = mmap(NULL, NR_PAGES * PAGE, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, buf);
@@ -494,12 +534,13 @@ TEST(pinned_followers)
 	ioctl(gup, PIN_LONGTERM_TEST_STOP);
 	close(gup);
 
-	TH_LOG("%d pinned of %d: move_pages() %ld / %ld left, pgmigrate_fail +%ld / +%ld (stock / grouped)",
+	TH_LOG("%d pinned of %d: move_pages() %ld / %ld left, %ld / %ld pages failed (stock / grouped)",
 	       NR_PINNED, NR_PAGES, ret[0], ret[1], fails[0], fails[1]);
 	if (!ret[0])
-		SKIP(return, "the pin moved the pinned pages to the target");
+		NU_SKIP(return, "the pin moved the pinned pages to the target");
 	EXPECT_EQ(NR_PINNED, ret[0]);
 	EXPECT_EQ(ret[0], ret[1]);
+	EXPECT_LE(0, fails[0]) TH_LOG("could not count the %s events", FAILS_EVENT);
 	EXPECT_EQ(fails[0], fails[1]);
 	for (i = 0; i < NR_PAGES; i++)
 		EXPECT_EQ(status[0][i], status[1][i]) TH_LOG("page %d", i);

@@ -171,9 +171,9 @@ FIXTURE_SETUP(race)
 	self->pagemap = -1;
 	if (access(DELAY, W_OK) ||
 	    nu_read_str(SYSCTL, self->defer, sizeof(self->defer)) < 0)
-		SKIP(return, "no %s (CONFIG_MIGRATE_DEFER_FLUSH_DEBUG)", DELAY);
+		NU_SKIP(return, "no %s (CONFIG_MIGRATE_DEFER_FLUSH_DEBUG)", DELAY);
 	if (nu_topo_read(&topo) || topo.nr_eligible < 2)
-		SKIP(return, "needs two nodes with memory");
+		NU_SKIP(return, "needs two nodes with memory");
 	self->from = topo.node[topo.eligible[0]].id;
 	self->to = topo.node[topo.eligible[1]].id;
 	ASSERT_EQ(0, sched_getaffinity(0, sizeof(set), &set));
@@ -181,7 +181,7 @@ FIXTURE_SETUP(race)
 		if (CPU_ISSET(cpu, &set))
 			self->cpus[n++] = cpu;
 	if (n < 3)
-		SKIP(return, "needs three CPUs");
+		NU_SKIP(return, "needs three CPUs");
 	self->pagemap = open("/proc/self/pagemap", O_RDONLY);
 	ASSERT_LE(0, self->pagemap);
 	/* the old page, its copy, and a fresh page after MADV_DONTNEED */
@@ -189,8 +189,8 @@ FIXTURE_SETUP(race)
 	    (!nu_huge_pool(self->from, 2, self->pool[0], sizeof(self->pool[0])) ||
 	     !nu_huge_pool(self->to, 1, self->pool[1], sizeof(self->pool[1])))) {
 		nu_huge_pool_restore(self->from, self->pool[0]);
-		SKIP(return, "cannot get free 2 MiB pages on nodes %d and %d",
-		     self->from, self->to);
+		NU_SKIP(return, "cannot get free 2 MiB pages on nodes %d and %d",
+			self->from, self->to);
 	}
 	/* NUMA scanning's mprotect would flush the window away early */
 	if (nu_read_str(NUMAB, self->numab, sizeof(self->numab)) >= 0)
@@ -359,11 +359,11 @@ TEST_F(race, no_store_after_return)
 	for (tries = 0; tries < 5 && out == NO_WINDOW; tries++)
 		out = attempt(self, variant->unmap, variant->hugetlb, &r);
 	if (out == NO_THP)
-		SKIP(return, "no %s", variant->hugetlb ?
-		     "free 2 MiB hugetlb page on the source node" :
-		     "PMD-mapped THP (THP disabled?)");
+		NU_SKIP(return, "no %s", variant->hugetlb ?
+			"free 2 MiB hugetlb page on the source node" :
+			"PMD-mapped THP (THP disabled?)");
 	if (out == NO_WINDOW)
-		SKIP(return, "never caught the writer storing through a deferred flush");
+		NU_SKIP(return, "never caught the writer storing through a deferred flush");
 	TH_LOG("%s: %lu %s after it returned (try %d, faulted: %d)",
 	       variant->hugetlb ? "MADV_DONTNEED" :
 	       variant->unmap ? "munmap" : "mprotect", r.after,

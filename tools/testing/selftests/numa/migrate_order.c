@@ -10,8 +10,11 @@
  * (/sys/kernel/debug/mm/migrate_stages_log, one row per folio in the
  * order they were moved), matching each row's source PFN to the page it
  * backed (/proc/self/pagemap).  A list that is already in page-table
- * order (mbind(2)) must be kept as it is
- * (/sys/kernel/debug/migrate_order/stats counts it as kept).
+ * order (mbind(2)) must be kept as it is: the pages of a range laid out
+ * to alternate between two anon_vmas, which a sort would move one
+ * anon_vma after the other, must move alternating
+ * (/sys/kernel/debug/migrate_order/stats, which counts every task's
+ * kept batches, must count one too).
  *
  * Needs CONFIG_MIGRATE_ORDER, CONFIG_MIGRATE_STAGES, root and two nodes
  * with memory; SKIPs otherwise.
@@ -36,6 +39,7 @@
 #define STAGES		"/sys/kernel/debug/mm/migrate_stages"
 #define STAGES_LOG	"/sys/kernel/debug/mm/migrate_stages_log"
 #define NR		256	/* pages: inside one migrate_pages() batch */
+#define HALF		(NR / 2 * PAGE)	/* of a walk range, in bytes */
 #define PAGE		4096UL
 #define SEED		0x6f72
 
@@ -77,11 +81,11 @@ FIXTURE_SETUP(mo)
 	self->rocm[0] = '\0';
 	if (nu_read_str(SYSCTL, self->sysctl, sizeof(self->sysctl)) < 0 ||
 	    access(STATS, R_OK))
-		SKIP(return, "no %s (CONFIG_MIGRATE_ORDER)", SYSCTL);
+		NU_SKIP(return, "no %s (CONFIG_MIGRATE_ORDER)", SYSCTL);
 	if (access(STAGES_LOG, R_OK))
-		SKIP(return, "no %s (CONFIG_MIGRATE_STAGES)", STAGES_LOG);
+		NU_SKIP(return, "no %s (CONFIG_MIGRATE_STAGES)", STAGES_LOG);
 	if (nu_topo_read(&topo) || topo.nr_eligible < 2)
-		SKIP(return, "needs two nodes with memory");
+		NU_SKIP(return, "needs two nodes with memory");
 	self->from = topo.node[topo.eligible[0]].id;
 	self->to = topo.node[topo.eligible[1]].id;
 	self->pagemap = open("/proc/self/pagemap", O_RDONLY);
@@ -112,15 +116,61 @@ FIXTURE_TEARDOWN(mo)
 		close(self->pagemap);
 }
 
-/* Page index of the page whose old PFN is @pfn, -1 if none. */
-static int page_of(FIXTURE_DATA(mo) *self, uint64_t pfn)
+/* Index of @pfn in @pfns (the NR pages' PFNs before a move), or -1. */
+static int page_of(const uint64_t *pfns, uint64_t pfn)
 {
 	int i;
 
 	for (i = 0; i < NR; i++)
-		if (self->pfn[i] == pfn)
+		if (pfns[i] == pfn)
 			return i;
 	return -1;
+}
+
+/* The PFN of each of the NR pages of @buf in @pfns; false if one has none. */
+static bool read_pfns(int pagemap, const char *buf, uint64_t *pfns)
+{
+	for (int i = 0; i < NR; i++) {
+		pfns[i] = pfn_of(pagemap, buf + i * PAGE);
+		if (!pfns[i])
+			return false;
+	}
+	return true;
+}
+
+/* Log every folio that migrates from now on, in an empty log. */
+static int log_start(void)
+{
+	if (nu_write_str(STAGES, "sample 1") || nu_write_str(STAGES, "reset"))
+		return -1;
+	return nu_write_str(STAGES, "1");
+}
+
+/*
+ * The pages (indices into @pfns) the log saw move for @reason, in the
+ * order they moved, in @idx: how many, or -1.
+ */
+static int moved_order(const uint64_t *pfns, const char *reason, int *idx)
+{
+	static char log[1 << 20];
+	char *line, why[32];
+	int n = 0;
+
+	if (nu_read_all(STAGES_LOG, log, sizeof(log)) <= 0)
+		return -1;
+	for (line = strtok(log, "\n"); line && n < NR;
+	     line = strtok(NULL, "\n")) {
+		unsigned long long src;
+
+		/* ts_ns,reason,mode,pass,rc,src_pfn,... */
+		if (sscanf(line, "%*[^,],%31[^,],%*[^,],%*[^,],%*[^,],%llx",
+			   why, &src) != 2 || strcmp(why, reason))
+			continue;
+		idx[n] = page_of(pfns, src);
+		if (idx[n] >= 0)
+			n++;
+	}
+	return n;
 }
 
 /*
@@ -132,42 +182,24 @@ static int ascending_moves(struct __test_metadata *_metadata,
 			   FIXTURE_DATA(mo) *self, int node, const char *on,
 			   int *logged)
 {
-	static char log[1 << 20];
-	int nodes[NR], status[NR], i, prev = -1, asc = 0;
-	char *line;
+	int nodes[NR], status[NR], order[NR], i, asc = 0;
 
-	for (i = 0; i < NR; i++) {
-		self->pfn[i] = pfn_of(self->pagemap, self->buf + i * PAGE);
-		ASSERT_NE(0, self->pfn[i]) TH_LOG("no PFN (needs root)");
+	ASSERT_TRUE(read_pfns(self->pagemap, self->buf, self->pfn))
+		TH_LOG("no PFN (needs root)");
+	for (i = 0; i < NR; i++)
 		nodes[i] = node;
-	}
 	ASSERT_EQ(0, nu_write_str(SYSCTL, on));
-	ASSERT_EQ(0, nu_write_str(STAGES, "sample 1"));
-	ASSERT_EQ(0, nu_write_str(STAGES, "reset"));
-	ASSERT_EQ(0, nu_write_str(STAGES, "1"));
+	ASSERT_EQ(0, log_start());
 	/* a page busy now and then may stay behind; the order is the point */
 	EXPECT_LE(0, nu_move_pages_where(0, NR, self->addrs, nodes, status,
 					 MPOL_MF_MOVE));
 	nu_write_str(STAGES, "0");
 	EXPECT_LE(NR * 9 / 10, nu_pages_on(self->buf, NR * PAGE, node));
 	EXPECT_TRUE(nu_intact(self->buf, NR * PAGE, SEED));
-	ASSERT_LT(0, nu_read_all(STAGES_LOG, log, sizeof(log)));
-
-	*logged = 0;
-	for (line = strtok(log, "\n"); line; line = strtok(NULL, "\n")) {
-		unsigned long long src;
-		int idx;
-
-		/* ts_ns,reason,mode,pass,rc,src_pfn,... */
-		if (sscanf(line, "%*[^,],%*[^,],%*[^,],%*[^,],%*[^,],%llx", &src) != 1)
-			continue;
-		idx = page_of(self, src);
-		if (idx < 0)
-			continue;
-		asc += prev >= 0 && idx > prev;
-		prev = idx;
-		(*logged)++;
-	}
+	*logged = moved_order(self->pfn, "syscall_or_cpuset", order);
+	ASSERT_LT(0, *logged);
+	for (i = 1; i < *logged; i++)
+		asc += order[i] > order[i - 1];
 	return asc;
 }
 
@@ -192,21 +224,81 @@ TEST_F(mo, shuffled_array_moves_in_address_order)
 	EXPECT_GE(on, (n_on - 1) * 95 / 100);
 }
 
+/*
+ * NR pages on @node, one per VMA, that alternate between two anon_vmas
+ * X and Y: X0 Y0 X1 Y1 ...  Each half is faulted in a VMA of its own
+ * between PROT_NONE guards (neighbours without an anon_vma to share),
+ * then moved page by page into place with mremap(), which keeps a
+ * page's anon_vma and offset.  Filled with SEED.
+ */
+static char *interleaved(int node)
+{
+	unsigned long mask = 1UL << node;
+	size_t len = 2 * HALF + 3 * PAGE;
+	char *src, *dst, *x, *y;
+
+	src = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	dst = mmap(NULL, NR * PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+		   -1, 0);
+	if (src == MAP_FAILED || dst == MAP_FAILED)
+		return NULL;
+	x = src + PAGE;
+	y = x + HALF + PAGE;
+	madvise(src, len, MADV_NOHUGEPAGE);
+	if (nu_mbind(src, len, MPOL_BIND, &mask, NU_MAX_NODES, 0) ||
+	    mprotect(x, HALF, PROT_READ | PROT_WRITE) ||
+	    mprotect(y, HALF, PROT_READ | PROT_WRITE))
+		return NULL;
+	memset(x, 1, HALF);
+	memset(y, 1, HALF);
+	for (int i = 0; i < NR; i++)
+		if (mremap((i % 2 ? y : x) + i / 2 * PAGE, PAGE, PAGE,
+			   MREMAP_MAYMOVE | MREMAP_FIXED,
+			   dst + i * PAGE) == MAP_FAILED)
+			return NULL;
+	munmap(src, len);
+	nu_fill(dst, NR * PAGE, SEED);
+	return dst;
+}
+
+/*
+ * mbind(2) lists the range's folios as its page-table walk meets them,
+ * X0 Y0 X1 Y1 ...: no two neighbours of one mapping, so the batch is in
+ * an order worth keeping, while a sort would move all of one anon_vma's
+ * pages before the other's.  How this task's own pages moved tells
+ * which; the stats count other tasks' kept batches (compaction's) too.
+ */
 TEST_F(mo, walk_order_is_kept)
 {
 	unsigned long mask = 1UL << self->to;
+	int order[NR], n, i, mixed = 0;
+	char *walk;
 	long kept;
 
+	walk = interleaved(self->from);
+	ASSERT_NE(NULL, walk) TH_LOG("cannot lay out the range: %s",
+				     strerror(errno));
+	ASSERT_TRUE(read_pfns(self->pagemap, walk, self->pfn))
+		TH_LOG("no PFN (needs root)");
 	ASSERT_EQ(0, nu_write_str(SYSCTL, "1"));
 	kept = stat_of("kept");
 	ASSERT_LE(0, kept);
-	/* mbind walks the page table: the list comes in address order */
-	ASSERT_EQ(0, nu_mbind(self->buf, NR * PAGE, MPOL_BIND, &mask,
+	ASSERT_EQ(0, log_start());
+	ASSERT_EQ(0, nu_mbind(walk, NR * PAGE, MPOL_BIND, &mask,
 			      NU_MAX_NODES, MPOL_MF_MOVE));
-	EXPECT_LE(NR * 9 / 10, nu_pages_on(self->buf, NR * PAGE, self->to));
-	EXPECT_TRUE(nu_intact(self->buf, NR * PAGE, SEED));
-	/* only "kept" is checked: compaction may sort or keep meanwhile */
+	nu_write_str(STAGES, "0");
+	EXPECT_LE(NR * 9 / 10, nu_pages_on(walk, NR * PAGE, self->to));
+	EXPECT_TRUE(nu_intact(walk, NR * PAGE, SEED));
+	n = moved_order(self->pfn, "mempolicy_mbind", order);
+	for (i = 1; i < n; i++)
+		mixed += order[i] % 2 != order[i - 1] % 2;
+	TH_LOG("%d pages of two anon_vmas: %d of %d logged neighbours moved alternating",
+	       NR, mixed, n - 1);
+	ASSERT_GE(n, NR * 9 / 10);
+	/* kept: all of them (a retried folio may come late); sorted: one */
+	EXPECT_GE(mixed, (n - 1) * 9 / 10);
 	EXPECT_LT(kept, stat_of("kept"));
+	munmap(walk, NR * PAGE);
 }
 
 TEST_HARNESS_MAIN

@@ -126,9 +126,9 @@ FIXTURE_SETUP(mr)
 	self->rocm[0] = '\0';
 	if (nu_read_str(SYSCTL, self->range, sizeof(self->range)) < 0 ||
 	    access(STATS, R_OK))
-		SKIP(return, "no %s (CONFIG_MIGRATE_RANGE)", SYSCTL);
+		NU_SKIP(return, "no %s (CONFIG_MIGRATE_RANGE)", SYSCTL);
 	if (nu_topo_read(&topo) || topo.nr_eligible < 2)
-		SKIP(return, "needs two nodes with memory");
+		NU_SKIP(return, "needs two nodes with memory");
 	self->from = topo.node[topo.eligible[0]].id;
 	self->to = topo.node[topo.eligible[1]].id;
 	self->buf = nu_anon_bound(NR * PAGE, MPOL_BIND, self->from, SEED);
@@ -244,7 +244,7 @@ TEST_F(mr, shuffled_runs_need_sorting)
 	int i;
 
 	if (!self->order[0])
-		SKIP(return, "no %s (CONFIG_MIGRATE_ORDER)", ORDER);
+		NU_SKIP(return, "no %s (CONFIG_MIGRATE_ORDER)", ORDER);
 	nu_shuffle(self->addrs, NR, SEED);
 	ASSERT_EQ(0, nu_write_str(ORDER, "0"));
 	mr_move(_metadata, self, "1", MPOL_MF_MOVE, &unsorted);
@@ -368,7 +368,7 @@ TEST_F(mr, soft_dirty_carried)
 	int i;
 
 	if (nu_write_str("/proc/self/clear_refs", "4"))
-		SKIP(return, "no soft-dirty tracking (CONFIG_MEM_SOFT_DIRTY)");
+		NU_SKIP(return, "no soft-dirty tracking (CONFIG_MEM_SOFT_DIRTY)");
 	/* soft-dirty: every third page written since the clear */
 	for (i = 0; i < NR; i += 3)
 		__atomic_fetch_or(&self->buf[i * PAGE], 0, __ATOMIC_RELAXED);
@@ -377,7 +377,7 @@ TEST_F(mr, soft_dirty_carried)
 #ifndef __x86_64__
 	/* clear_refs takes "4" on every arch; only some keep the bit */
 	if (!strchr(sd, '1'))
-		SKIP(return, "no soft-dirty bit in the page tables of this arch");
+		NU_SKIP(return, "no soft-dirty bit in the page tables of this arch");
 #endif
 	/* the setup took: the bit varies from page to page */
 	ASSERT_NE(NULL, strchr(sd, '1'));
@@ -391,7 +391,7 @@ TEST_F(mr, uffd_wp_carried)
 
 	uffd = uffd_wp_open(self->buf);
 	if (uffd < 0)
-		SKIP(return, "no userfaultfd write protection (CONFIG_USERFAULTFD)");
+		NU_SKIP(return, "no userfaultfd write protection (CONFIG_USERFAULTFD)");
 	/* uffd-wp: every fourth page */
 	for (i = 0; i < NR; i += 4)
 		ASSERT_EQ(0, uffd_wp_page(uffd, self->buf, i));
@@ -420,13 +420,13 @@ TEST_F(mr, pinned_pages_stay_mapped)
 
 	gup = open("/sys/kernel/debug/gup_test", O_RDWR);
 	if (gup < 0)
-		SKIP(return, "no /sys/kernel/debug/gup_test (CONFIG_GUP_TEST)");
+		NU_SKIP(return, "no /sys/kernel/debug/gup_test (CONFIG_GUP_TEST)");
 	ASSERT_EQ(0, ioctl(gup, PIN_LONGTERM_TEST_START, &pin));
 	ASSERT_EQ(0, nu_move_pages(0, NR_PINNED, pinned, NULL, where, 0));
 	for (i = 0; i < NR_PINNED; i++) {
 		if (where[i] != self->from) {
 			ioctl(gup, PIN_LONGTERM_TEST_STOP);
-			SKIP(return, "the pin moved page %d (a movable zone?)", i);
+			NU_SKIP(return, "the pin moved page %d (a movable zone?)", i);
 		}
 		pfn[i] = pfn_of(pinned[i]);
 	}
@@ -483,7 +483,7 @@ TEST_F(mr, no_store_lost)
 	pthread_t t;
 
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
-		SKIP(return, "needs two CPUs");
+		NU_SKIP(return, "needs two CPUs");
 	ASSERT_EQ(0, nu_write_str(SYSCTL, "1"));
 	nu_pin_cpu(0);
 	for (round = 0; round < 20 && !lost; round++) {
@@ -595,7 +595,7 @@ TEST_F(mr, rocm_shmem_in_runs)
 	char *p;
 
 	if (!self->rocm[0])
-		SKIP(return, "no %s (CONFIG_MIGRATE_ROCM)", ROCM);
+		NU_SKIP(return, "no %s (CONFIG_MIGRATE_ROCM)", ROCM);
 	p = ro_shmem(self->from, NR * PAGE);
 	ASSERT_NE(NULL, p);
 	ASSERT_EQ(NR, nu_pages_on(p, NR * PAGE, self->from));
@@ -609,7 +609,7 @@ TEST_F(mr, rocm_anon_in_runs)
 	int st;
 
 	if (!self->rocm[0])
-		SKIP(return, "no %s (CONFIG_MIGRATE_ROCM)", ROCM);
+		NU_SKIP(return, "no %s (CONFIG_MIGRATE_ROCM)", ROCM);
 	/* COW-shared with a child: read-only, not exclusive, in both mms */
 	child_buf = self->buf;
 	signal(SIGUSR1, child_check);
@@ -654,7 +654,7 @@ TEST_F(mr, rocm_cow_diverged)
 	pid_t kid;
 
 	if (!self->rocm[0])
-		SKIP(return, "no %s (CONFIG_MIGRATE_ROCM)", ROCM);
+		NU_SKIP(return, "no %s (CONFIG_MIGRATE_ROCM)", ROCM);
 	child_buf = self->buf;
 	signal(SIGUSR1, child_check);
 	ASSERT_EQ(1, nu_fork_sharers(&kid, 1, child_touch, self->buf));

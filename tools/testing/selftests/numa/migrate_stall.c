@@ -11,10 +11,11 @@
  *
  * Per variant: placement_and_integrity (pages reach the target, the
  * pattern survives), progress (no worker stops for a whole window),
- * bounded_stall (a worker waits about one batch, not a whole call),
- * bystander_stall, and migration_throughput (report).  When the kernel
- * has /sys/kernel/debug/mm/migrate_stages the stage breakdown of each
- * variant is printed too.
+ * and, on bare metal or with --force, bounded_stall (a worker waits about
+ * one batch, not a whole call) and bystander_stall; in a VM those two
+ * latency bounds are printed, not applied.  The throughput is printed.
+ * When the kernel has /sys/kernel/debug/mm/migrate_stages the stage
+ * breakdown of each variant is printed too.
  *
  * --bench measures, in one boot and under several concurrent loads
  * (none, readers, readers+writers, readers+writers with a memory hog on
@@ -149,7 +150,7 @@ static const struct variant variants[] = {
 #define CSV_BENCH_SUM_HEADER \
 	"variant,load,knob,calls,mbps,pages_s,disruption,p50_us,p99_us,p999_us,max_us,window_mean_ns\n"
 #define WHY_VM \
-	"%s.%s: p99.9 %.1f ms vs bound %.1f ms, in a VM (--force)\n"
+	"%s.%s not applied in a VM (--force): p99.9 %.1f ms vs bound %.1f ms\n"
 
 static struct {
 	unsigned long mib;	/* buffer size */
@@ -195,6 +196,8 @@ static int node_a = -1, node_b = -1;
 static int cpu_workers[MAX_WORKERS], nr_cpu_workers;
 static int cpu_migrator = -1, cpu_bystander = -1, cpu_hog = -1;
 static bool in_vm, have_stages;
+/* The latency bounds are results on bare metal or with --force only. */
+static bool timing_ok;
 static int short_calls;		/* move_pages() calls that gave up on pages */
 
 static int get_phase(void)
@@ -846,21 +849,65 @@ static void write_hist(const char *name, const struct outcome *o)
 	fclose(f);
 }
 
+/* A worker waits about one batch, not a whole call (@med: a call's ns). */
+static void check_bounded_stall(const struct variant *v, const struct outcome *o,
+				double med)
+{
+	uint64_t p0 = nu_hist_pct(&o->g0, 99.9);
+	uint64_t p1 = nu_hist_pct(&o->g1, 99.9);
+	double bound = 0.5 * med;
+
+	if (bound < 20.0 * p0)
+		bound = 20.0 * p0;
+	if (bound < 1e6)
+		bound = 1e6;
+	if (!timing_ok)
+		ksft_print_msg(WHY_VM, v->name, "bounded_stall", p1 / 1e6,
+			       bound / 1e6);
+	else if (o->calls < 5)
+		ksft_test_result_skip("%s.bounded_stall: only %d calls\n", v->name, o->calls);
+	else if (o->pages_per_call < 8 * 512)
+		ksft_test_result_skip("%s.bounded_stall: fewer than 8 batches per call\n",
+				      v->name);
+	else if (p0 > 5e6)
+		ksft_test_result_skip("%s.bounded_stall: noisy baseline (p99.9 %.1f ms)\n",
+				      v->name, p0 / 1e6);
+	else
+		ksft_test_result(p1 <= bound, "%s.bounded_stall (p99.9 %.1f ms, bound %.1f ms)\n",
+				 v->name, p1 / 1e6, bound / 1e6);
+}
+
+/* A thread on another node, touching only its own memory, barely notices. */
+static void check_bystander_stall(const struct variant *v, const struct outcome *o)
+{
+	uint64_t p0 = nu_hist_pct(&o->b0, 99.9);
+	uint64_t p1 = nu_hist_pct(&o->b1, 99.9);
+	double bound = 10.0 * p0 > 2e6 ? 10.0 * p0 : 2e6;
+
+	if (!timing_ok)
+		ksft_print_msg(WHY_VM, v->name, "bystander_stall", p1 / 1e6,
+			       bound / 1e6);
+	else if (cpu_bystander < 0)
+		ksft_test_result_skip("%s.bystander_stall: no CPU on another node\n", v->name);
+	else
+		ksft_test_result(p1 <= bound, "%s.bystander_stall (p99.9 %.1f ms, bound %.1f ms)\n",
+				 v->name, p1 / 1e6, bound / 1e6);
+}
+
 static void check_variant(const struct variant *v)
 {
 	static struct outcome o;
-	bool timing_ok = !in_vm || opt.force;
 	double med = 0, bound;
-	uint64_t p0, p1;
 
 	run_variant(v, &load_check, have_stages ? KNOB_ON : KNOB_OFF, opt.mib,
 		    opt.seconds, &o);
 	if (o.skipped) {
 		ksft_test_result_skip("%s.placement_and_integrity: %s\n", v->name, o.why);
 		ksft_test_result_skip("%s.progress: %s\n", v->name, o.why);
+		if (!timing_ok)
+			return;
 		ksft_test_result_skip("%s.bounded_stall: %s\n", v->name, o.why);
 		ksft_test_result_skip("%s.bystander_stall: %s\n", v->name, o.why);
-		ksft_test_result_skip("%s.migration_throughput: %s\n", v->name, o.why);
 		return;
 	}
 	print_outcome(v->name, &o);
@@ -882,52 +929,23 @@ static void check_variant(const struct variant *v)
 				 v->name, o.min_on_target, o.pages_per_call,
 				 o.short_calls, o.calls);
 
-	/* progress: nobody stopped for a whole window */
-	bound = 1.0 > 2 * med / 1e9 ? 1.0 : 2 * med / 1e9;
+	/*
+	 * progress: nobody stopped for a whole window.  A TCG vCPU is a host
+	 * thread that shares the host's cores with the other vCPUs and
+	 * qemu's own threads: it can lose a second to them, not five.
+	 */
+	bound = in_vm ? 5.0 : 1.0;
+	if (bound < 2 * med / 1e9)
+		bound = 2 * med / 1e9;
 	ksft_test_result(o.max_silence < bound,
 			 "%s.progress (longest stop %.0f ms, bound %.0f ms)\n",
 			 v->name, o.max_silence * 1e3, bound * 1e3);
 
-	/* bounded stall: about one batch, not a whole call */
-	p0 = nu_hist_pct(&o.g0, 99.9);
-	p1 = nu_hist_pct(&o.g1, 99.9);
-	bound = 0.5 * med;
-	if (bound < 20.0 * p0)
-		bound = 20.0 * p0;
-	if (bound < 1e6)
-		bound = 1e6;
-	if (o.calls < 5)
-		ksft_test_result_skip("%s.bounded_stall: only %d calls\n", v->name, o.calls);
-	else if (o.pages_per_call < 8 * 512)
-		ksft_test_result_skip("%s.bounded_stall: fewer than 8 batches per call\n",
-				      v->name);
-	else if (p0 > 5e6)
-		ksft_test_result_skip("%s.bounded_stall: noisy baseline (p99.9 %.1f ms)\n",
-				      v->name, p0 / 1e6);
-	else if (!timing_ok)
-		ksft_test_result_skip(WHY_VM, v->name, "bounded_stall", p1 / 1e6,
-				      bound / 1e6);
-	else
-		ksft_test_result(p1 <= bound, "%s.bounded_stall (p99.9 %.1f ms, bound %.1f ms)\n",
-				 v->name, p1 / 1e6, bound / 1e6);
-
-	/* bystander */
-	p0 = nu_hist_pct(&o.b0, 99.9);
-	p1 = nu_hist_pct(&o.b1, 99.9);
-	bound = 10.0 * p0 > 2e6 ? 10.0 * p0 : 2e6;
-	if (cpu_bystander < 0)
-		ksft_test_result_skip("%s.bystander_stall: no CPU on another node\n", v->name);
-	else if (!timing_ok)
-		ksft_test_result_skip(WHY_VM, v->name, "bystander_stall", p1 / 1e6,
-				      bound / 1e6);
-	else
-		ksft_test_result(p1 <= bound, "%s.bystander_stall (p99.9 %.1f ms, bound %.1f ms)\n",
-				 v->name, p1 / 1e6, bound / 1e6);
-
-	/* throughput: reported; moving nothing at all is a failure */
-	ksft_test_result(o.moved_pages > 0, "%s.migration_throughput (%.1f MB/s)\n",
-			 v->name, o.seconds ?
-			 o.moved_pages * (double)page_size / (1 << 20) / o.seconds : 0);
+	check_bounded_stall(v, &o, med);
+	check_bystander_stall(v, &o);
+	ksft_print_msg("%s: migration throughput %.1f MB/s\n", v->name,
+		       o.seconds ? o.moved_pages * (double)page_size /
+		       (1 << 20) / o.seconds : 0);
 }
 
 /* Mean WINDOW from a debugfs dump, 0 if absent. */
@@ -1319,7 +1337,8 @@ int main(int argc, char **argv)
 
 		for (int i = 0; i < NR_VARIANTS; i++)
 			nv += wanted(&variants[i]);
-		ksft_set_plan(5 * nv);
+		timing_ok = !in_vm || opt.force;
+		ksft_set_plan((timing_ok ? 4 : 2) * nv);
 		if (!opt.ext4_dir && !opt.only)
 			ksft_print_msg("file_ro_ext4: run by migrate_stall_ext4.sh\n");
 		for (int i = 0; i < NR_VARIANTS; i++)

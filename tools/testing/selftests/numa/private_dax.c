@@ -130,10 +130,10 @@ FIXTURE_SETUP(pd)
 	if (required)
 		ASSERT_EQ(0, found) TH_LOG("no private-capable device-dax");
 	if (access(NU_KMEM "bind", W_OK))
-		SKIP(return, "no dax/kmem driver (CONFIG_DEV_DAX_KMEM)");
+		NU_SKIP(return, "no dax/kmem driver (CONFIG_DEV_DAX_KMEM)");
 	if (found)
-		SKIP(return,
-		     "no device-dax with a private attribute on a memoryless node (CONFIG_NUMA_PRIVATE_NODES; scripts/vm --private-nodes --dax-nodes 1)");
+		NU_SKIP(return,
+			"no device-dax with a private attribute on a memoryless node (CONFIG_NUMA_PRIVATE_NODES; scripts/vm --private-nodes --dax-nodes 1)");
 	ASSERT_EQ(0, reset(self->dev, self->nid));
 	ASSERT_FALSE(registered(self->nid));
 }

@@ -90,9 +90,9 @@ FIXTURE_SETUP(pg)
 	memset(self, 0, sizeof(*self));
 	self->loop_fd = -1;
 	if (access(NPT "claim", W_OK))
-		SKIP(return, "no node_private_test provider (CONFIG_NUMA_PRIVATE_NODES_TEST)");
+		NU_SKIP(return, "no node_private_test provider (CONFIG_NUMA_PRIVATE_NODES_TEST)");
 	if (carved_nodes(nids, NU_MAX_NODES, true) < 1)
-		SKIP(return, "no carved memory-only node: boot with scripts/vm --private-nodes");
+		NU_SKIP(return, "no carved memory-only node: boot with scripts/vm --private-nodes");
 	self->nid = nids[0];
 }
 
@@ -516,10 +516,10 @@ TEST_F_TIMEOUT(pg, reclaim_not_private, 300)
 	ASSERT_EQ(0, nu_swap_on(&self->sw, "/tmp", 64));
 	self->swapped = true;
 	if (self->sw.file[0])
-		SKIP(return, "no zram: nothing allocates zsmalloc pages");
+		NU_SKIP(return, "no zram: nothing allocates zsmalloc pages");
 	why = nu_cg_enter("private_guard", self->cg, sizeof(self->cg));
 	if (why)
-		SKIP(return, "%s", why);
+		NU_SKIP(return, "%s", why);
 	ASSERT_EQ(0, nu_cg_write(NU_CGROOT, "cgroup.procs", getpid()));
 	ASSERT_EQ(0, nu_cg_write(self->cg, "memory.max", 32 * MB));
 	count_zspages(&before);
@@ -548,7 +548,7 @@ TEST_F_TIMEOUT(pg, memcg_limit_swaps, 400)
 	self->swapped = true;
 	why = nu_cg_enter("private_guard", self->cg, sizeof(self->cg));
 	if (why)
-		SKIP(return, "%s", why);
+		NU_SKIP(return, "%s", why);
 	ASSERT_EQ(0, nu_cg_write(NU_CGROOT, "cgroup.procs", getpid()));
 	ASSERT_EQ(0, nu_cg_write(self->cg, "memory.max", 32 * MB));
 	CONSOLE_QUIET();
@@ -600,11 +600,11 @@ TEST_F(pg, cpuset_confines)
 
 	if (nu_read_str(NU_CGROOT "/cgroup.controllers", ctl, sizeof(ctl)) <= 0 ||
 	    !strstr(ctl, "cpuset"))
-		SKIP(return, "no cpuset controller (CONFIG_CPUSETS)");
+		NU_SKIP(return, "no cpuset controller (CONFIG_CPUSETS)");
 	ASSERT_GT(nu_read_str(NODE_SYS "has_memory", mems, sizeof(mems)), 0);
 	mems[strcspn(mems, "\n")] = '\0';
 	if (nu_parse_list(mems, nids, NU_MAX_NODES) < 2)
-		SKIP(return, "one normal node: a cpuset cannot confine");
+		NU_SKIP(return, "one normal node: a cpuset cannot confine");
 	CLAIM(CAP_USER_NUMA, "movable", 0);
 	ASSERT_GT(nu_read_str(NU_CGROOT "/cgroup.subtree_control", ctl,
 			      sizeof(ctl)), -1);
@@ -635,7 +635,7 @@ TEST_F(pg, ltpin_user_placed)
 	char *p;
 
 	if (fd < 0)
-		SKIP(return, "no /sys/kernel/debug/gup_test (CONFIG_GUP_TEST)");
+		NU_SKIP(return, "no /sys/kernel/debug/gup_test (CONFIG_GUP_TEST)");
 	CLAIM(CAP_USER_NUMA | CAP_HOTUNPLUG, "kernel", 0);
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -719,13 +719,13 @@ TEST_F_TIMEOUT(pg, readahead_not_private, 120)
 	ASSERT_EQ(0, nu_swap_on_file(&self->sw, "/tmp", 16));
 	self->swapped = true;
 	if (nu_read_ll("/proc/sys/vm/page-cluster") < 1)
-		SKIP(return, "vm.page-cluster is 0: no swap readahead");
+		NU_SKIP(return, "vm.page-cluster is 0: no swap readahead");
 	ASSERT_GT(nu_read_str(VMA_RA, self->was_vma_ra,
 			      sizeof(self->was_vma_ra)), 0);
 	ASSERT_EQ(0, nu_write_str(VMA_RA, "false"));
 	why = nu_cg_enter("private_guard", self->cg, sizeof(self->cg));
 	if (why)
-		SKIP(return, "%s", why);
+		NU_SKIP(return, "%s", why);
 	/* One CPU: its swap cluster gives the three ranges adjacent slots. */
 	CPU_ZERO(&cpus);
 	CPU_SET(node0_cpu() < 0 ? 0 : node0_cpu(), &cpus);
@@ -864,7 +864,7 @@ TEST_F_TIMEOUT(pg, remote_not_killed, 300)
 	self->swapped = true;
 	/* zram frees a page from the swap cache once it is out. */
 	if (self->sw.file[0])
-		SKIP(return, "no zram: the page would stay in the swap cache");
+		NU_SKIP(return, "no zram: the page would stay in the swap cache");
 	MOUNT_TMPFS();
 	ASSERT_EQ(0, pipe(fds));
 	CONSOLE_QUIET();
@@ -932,7 +932,7 @@ TEST_F_TIMEOUT(pg, fs_metadata_moves, 300)
 
 	CLAIM(CAP_USER_NUMA, "movable", 0);
 	if (system(MAKE_EXT4))
-		SKIP(return, "no /images/ext4.img and no mkfs.ext4");
+		NU_SKIP(return, "no /images/ext4.img and no mkfs.ext4");
 	fd = open(img, O_RDWR);
 	ASSERT_GE(fd, 0);
 	self->loop_fd = nu_loop_attach(fd, dev, sizeof(dev));
@@ -967,7 +967,7 @@ TEST_F(pg, migrate_pages_masks)
 	char *p;
 
 	if (!nu_in_nodelist("has_memory", 1))
-		SKIP(return, "needs normal nodes 0 and 1");
+		NU_SKIP(return, "needs normal nodes 0 and 1");
 	CLAIM(0, "movable", 0);
 	p = nu_anon_bound(len, MPOL_BIND, 0, SEED);
 	ASSERT_NE(NULL, p);

@@ -18,16 +18,23 @@
  *   count its writer cannot have written, or when ROCM never moved a page
  *   (then the test proved nothing).
  *
- * mixed_mappings: a file mapped read-only by this process and shared
+ * writable_sharer: a file mapped read-only by this process and shared
  *   writable by a child that stores ever larger versions into every page.
- *   ROCM copies the page, switches the read-only mappings it meets first,
- *   then finds the writable one and undoes.  If the switched mappings
- *   point at the copy while the child keeps writing the source, readers
- *   see data older than what they had already seen.  Checkers: plain
- *   loads through two read-only mappings, process_vm_readv() (GUP), a
- *   private mapping copied on write, and O_DIRECT writes out of the
- *   read-only mapping; none may see a page's version go backwards.
- *   copy_delay_us and switch_delay_us widen the window (default 300).
+ *   Were ROCM to copy such a page and switch the read-only mappings to the
+ *   copy while the child keeps writing the source, readers would see data
+ *   older than what they had already seen.  ROCM must refuse the page
+ *   at its check walk (tmpfs: a writable shared mapping; ext4: a writable
+ *   or dirty PTE, a dirty folio), or take it only while every PTE is
+ *   clean and read-only: the writer's PTE then becomes writable only
+ *   through a write fault, which waits for the folio lock ROCM holds from
+ *   the check to the switch, so the "switch some, then undo" case cannot
+ *   arise here (memcg_undo drives the undo).  Checkers: plain loads
+ *   through two read-only mappings, process_vm_readv() (GUP), a private
+ *   mapping copied on write, and O_DIRECT writes out of the read-only
+ *   mapping; none may see a page's version go backwards.  With tracefs,
+ *   ROCM must have refused pages for the writer (or the test proved
+ *   nothing).  copy_delay_us and switch_delay_us widen the window
+ *   (default 300).
  *
  * memcg_undo: when ROCM undoes, the copy it charged to the memcg must be
  *   uncharged; otherwise compaction, which keeps the destinations it did
@@ -48,7 +55,7 @@
  * windows the kernel has.  Environment: ROCM_RACE_SECONDS (default 8)
  * per test, ROCM_RACE_DIR for the files (default /tmp), and
  * ROCM_RACE_DELAY_US to replace every delay a test sets.  Harness
- * options select tests, e.g. -t mixed_mappings (rocm_race_ext4.sh).
+ * options select tests, e.g. -t writable_sharer (rocm_race_ext4.sh).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -369,11 +376,11 @@ FIXTURE_SETUP(rocm_race)
 	self->dir = getenv("ROCM_RACE_DIR") ?: "/tmp";
 	self->old_rocm = -1;
 	if (geteuid())
-		SKIP(return, "needs root");
+		NU_SKIP(return, "needs root");
 	if (access(SYSCTL, W_OK))
-		SKIP(return, "no %s: kernel without CONFIG_MIGRATE_ROCM", SYSCTL);
+		NU_SKIP(return, "no %s: kernel without CONFIG_MIGRATE_ROCM", SYSCTL);
 	if (!pick_nodes(self->node))
-		SKIP(return, "needs two NUMA nodes with memory");
+		NU_SKIP(return, "needs two NUMA nodes with memory");
 	self->old_rocm = nu_read_ll(SYSCTL);
 	ASSERT_EQ(0, nu_write_str(SYSCTL, "1"));
 	knob_set("copy_delay_us", 0);
@@ -587,7 +594,70 @@ TEST_F(rocm_race, fork_race)
 	bouncer_free(&mig);
 }
 
-/* mixed_mappings */
+/*
+ * A tracing instance that records ROCM's fallbacks (mm_migrate_rocm
+ * with a reason other than "ok"); @inst is "" when tracefs is missing.
+ */
+#define ROCM_EVENT	"/events/migrate/mm_migrate_rocm/"
+
+static bool inst_write(const char *inst, const char *file, const char *val)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%.128s" ROCM_EVENT "%s", inst, file);
+	return !nu_write_str(path, val);
+}
+
+static void fallback_trace_start(char *inst, size_t len)
+{
+	snprintf(inst, len, TRACEFS "rocm_race.%d", getpid());
+	if (mkdir(inst, 0755)) {
+		inst[0] = '\0';
+		return;
+	}
+	if (!inst_write(inst, "filter", "reason != 0") ||
+	    !inst_write(inst, "enable", "1")) {
+		rmdir(inst);
+		inst[0] = '\0';
+	}
+}
+
+/* Does trace @line end with reason @why? */
+static bool trace_reason_is(const char *line, const char *why)
+{
+	size_t l = strlen(line), w = strlen(why);
+
+	return l >= w + 2 && line[l - w - 2] == ' ' && line[l - 1] == '\n' &&
+	       !strncmp(line + l - w - 1, why, w);
+}
+
+/*
+ * Fallbacks the instance saw for any of the NULL-terminated @reasons;
+ * removes it; -1 without one.
+ */
+static long fallback_trace_count(char *inst, const char *const *reasons)
+{
+	char path[256], line[512];
+	long n = 0;
+	FILE *f;
+
+	if (!inst[0])
+		return -1;
+	snprintf(path, sizeof(path), "%.128s/trace", inst);
+	f = fopen(path, "r");
+	if (!f)
+		n = -1;
+	while (f && fgets(line, sizeof(line), f))
+		for (const char *const *r = reasons; *r; r++)
+			n += trace_reason_is(line, *r);
+	if (f)
+		fclose(f);
+	rmdir(inst);
+	inst[0] = '\0';
+	return n;
+}
+
+/* writable_sharer */
 
 #define MM_PAGES	64
 
@@ -814,14 +884,20 @@ static void mm_report(struct __test_metadata *_metadata, struct mm_ctx *c,
 	EXPECT_EQ(0ULL, c->io_errors);
 }
 
-TEST_F(rocm_race, mixed_mappings)
+TEST_F(rocm_race, writable_sharer)
 {
 	static void *(*const fns[])(void *) = {
 		mm_reader_fn, mm_cow_fn, mm_odirect_fn,
 	};
+	/* what the check walk says of a page a writer shares */
+	static const char *const writer_reasons[] = {
+		"shared_writable", "pte_write", "pte_dirty", "dirty", NULL,
+	};
 	struct mm_ctx c = { .md = _metadata };
 	pthread_t tids[ARRAY_SIZE(fns)];
 	struct bouncer mig;
+	char inst[128];
+	long refused;
 	int rw, ro;
 
 	ASSERT_EQ(0, new_file(self->dir, MM_PAGES, &rw, &ro)) {
@@ -834,6 +910,7 @@ TEST_F(rocm_race, mixed_mappings)
 	ASSERT_TRUE(bouncer_init(&mig, c.ro, MM_PAGES, self->node, -1));
 
 	widen(_metadata, 300, 300);
+	fallback_trace_start(inst, sizeof(inst));
 	counters_start(&self->c0);
 	ASSERT_EQ(0, pthread_create(&mig.tid, NULL, bounce_fn, &mig));
 	for (size_t i = 0; i < ARRAY_SIZE(fns); i++)
@@ -846,7 +923,16 @@ TEST_F(rocm_race, mixed_mappings)
 	kill_kids(&self->kids);
 
 	counters_report(_metadata, &self->c0);
+	refused = fallback_trace_count(inst, writer_reasons);
 	mm_report(_metadata, &c, mig.rounds);
+	if (refused < 0)
+		TH_LOG("no tracefs: ROCM's refusals go unchecked");
+	else
+		TH_LOG("ROCM refused %ld times for the writer", refused);
+	if (refused >= 0)
+		EXPECT_GT(refused, 0) {
+			TH_LOG("ROCM refused no page for its writer: the check walk went untested");
+		}
 	bouncer_free(&mig);
 	if (c.fd_direct >= 0)
 		close(c.fd_direct);
@@ -979,60 +1065,6 @@ static void mc_setup(struct __test_metadata *_metadata, const char *dir,
 	ASSERT_EQ(MC_SHARERS, got);
 }
 
-/*
- * A tracing instance that records ROCM's fallbacks (mm_migrate_rocm
- * with a reason other than "ok"); @inst is "" when tracefs is missing.
- */
-#define ROCM_EVENT	"/events/migrate/mm_migrate_rocm/"
-
-static bool inst_write(const char *inst, const char *file, const char *val)
-{
-	char path[256];
-
-	snprintf(path, sizeof(path), "%.128s" ROCM_EVENT "%s", inst, file);
-	return !nu_write_str(path, val);
-}
-
-static void fallback_trace_start(char *inst, size_t len)
-{
-	snprintf(inst, len, TRACEFS "rocm_race.%d", getpid());
-	if (mkdir(inst, 0755)) {
-		inst[0] = '\0';
-		return;
-	}
-	if (!inst_write(inst, "filter", "reason != 0") ||
-	    !inst_write(inst, "enable", "1")) {
-		rmdir(inst);
-		inst[0] = '\0';
-	}
-}
-
-/* Fallbacks the instance saw for @reason; removes it; -1 without one. */
-static long fallback_trace_count(char *inst, const char *reason)
-{
-	char path[256], line[512], want[64];
-	long n = 0;
-	FILE *f;
-
-	if (!inst[0])
-		return -1;
-	snprintf(path, sizeof(path), "%.128s/trace", inst);
-	snprintf(want, sizeof(want), " %s\n", reason);
-	f = fopen(path, "r");
-	if (!f)
-		n = -1;
-	while (f && fgets(line, sizeof(line), f)) {
-		size_t l = strlen(line);
-
-		n += l >= strlen(want) && !strcmp(line + l - strlen(want), want);
-	}
-	if (f)
-		fclose(f);
-	rmdir(inst);
-	inst[0] = '\0';
-	return n;
-}
-
 /* Bounce the pages and compact until @until; how many compactions. */
 static unsigned long long mc_churn(struct bouncer *b, double until)
 {
@@ -1068,7 +1100,7 @@ TEST_F(rocm_race, memcg_undo)
 	ASSERT_TRUE(bouncer_init(&mig, NULL, MC_PAGES, self->node, -1));
 	why = nu_cg_enter("rocm_race", self->cg, sizeof(self->cg));
 	if (why)
-		SKIP(return, "%s", why);
+		NU_SKIP(return, "%s", why);
 	start = nu_cg_read(self->cg, "memory.current");
 	mc_setup(_metadata, self->dir, &self->kids, &c);
 	mig.base = c.map;
@@ -1083,7 +1115,7 @@ TEST_F(rocm_race, memcg_undo)
 	for (size_t i = 0; i < ARRAY_SIZE(fns); i++)
 		pthread_join(tids[i], NULL);
 	counters_report(_metadata, &self->c0);
-	races = fallback_trace_count(inst, "race");
+	races = fallback_trace_count(inst, (const char *const []){ "race", NULL });
 	TH_LOG("%llu migration rounds, %llu compactions, %llu transient reads, %ld undone (race)",
 	       mig.rounds, compactions, c.reads, races);
 	/* the undo path must have run, or this test proved nothing */
