@@ -853,6 +853,17 @@ static int mpol_private_usable_node(const struct mempolicy *pol, gfp_t gfp)
 }
 
 /*
+ * A THP or mTHP allocation (the GFP_TRANSHUGE masks, which alone among
+ * movable ones carry __GFP_NOMEMALLOC): its callers all fall back to
+ * smaller folios when it fails (anon and shmem faults, swap-in, mbind's
+ * migration, which splits the folio).
+ */
+static bool mpol_private_thp(gfp_t gfp, unsigned int order)
+{
+	return order && (gfp & __GFP_NOMEMALLOC);
+}
+
+/*
  * Allocations that take the private node only while it has room, and go
  * to normal memory when it is full, instead of reaching the OOM killer:
  * - under a file's shared policy, which whoever mapped the file set and
@@ -865,13 +876,13 @@ static int mpol_private_usable_node(const struct mempolicy *pol, gfp_t gfp)
  * Only what would otherwise OOM or fail for good gets that far, an
  * allocation that may sleep and retry: GFP_NOWAIT, GFP_ATOMIC,
  * __GFP_NORETRY (readahead, the larger orders of a page cache folio) and
- * __GFP_RETRY_MAYFAIL ones just fail on the node.  A shared policy's large
- * folio fails there too (mpol_private_node_gfp()), and its caller falls
- * back to smaller ones on the node; a NOFS one of any order spills, as
- * its caller may have no smaller order to try (the minimum folio of a
- * filesystem whose blocks are larger than a page).  The owner's
- * allocations (MPOL_F_PRIVATE_OWNER) stay on its node.  __GFP_NOFAIL ones
- * always spill.  @gfp is current_gfp_context()'s.
+ * __GFP_RETRY_MAYFAIL ones just fail on the node.  A THP or mTHP fails
+ * there too (mpol_private_node_gfp()), and its caller falls back to
+ * smaller folios on the node.  Any other large folio is treated as a base
+ * page: the smallest folio of a filesystem whose blocks are larger than
+ * a page has nothing smaller to fall back to.  The owner's allocations
+ * (MPOL_F_PRIVATE_OWNER) stay on its node.  __GFP_NOFAIL ones always
+ * spill.  @gfp is current_gfp_context()'s.
  */
 static bool mpol_private_spills(unsigned short flags, gfp_t gfp,
 				unsigned int order)
@@ -884,19 +895,18 @@ static bool mpol_private_spills(unsigned short flags, gfp_t gfp,
 		return false;
 	if (!(gfp & __GFP_FS))
 		return true;
-	return !order && (flags & MPOL_F_SHARED);
+	return (flags & MPOL_F_SHARED) && !mpol_private_thp(gfp, order);
 }
 
 /*
- * The flags of an allocation that stays on the private node: a large
- * folio that the slowpath would take to the OOM killer (orders up to
+ * The flags of an allocation that stays on the private node: a THP or
+ * mTHP that the slowpath would take to the OOM killer (orders up to
  * PAGE_ALLOC_COSTLY_ORDER, an mTHP fault with defrag on) fails instead,
- * so that its caller falls back to smaller folios on the node; only a
- * base page may end in the OOM rule, and only for the task's own choice.
+ * so that its caller falls back to smaller folios on the node.
  */
 static gfp_t mpol_private_node_gfp(gfp_t gfp, unsigned int order)
 {
-	if (order &&
+	if (mpol_private_thp(gfp, order) &&
 	    !(gfp & (__GFP_NORETRY | __GFP_RETRY_MAYFAIL | __GFP_NOFAIL)))
 		gfp |= __GFP_NORETRY;
 	return gfp;
@@ -980,9 +990,10 @@ struct page *mpol_private_alloc_noprof(gfp_t gfp, unsigned int order,
 	 * Without RECLAIM nothing compacts the node or frees its blocks: a
 	 * THP or mTHP fault falls back to base pages rather than take them
 	 * (on the node, also for a preferred policy).  One that may not
-	 * fail takes normal memory.
+	 * fail takes normal memory.  Other large folios follow the rules
+	 * of base pages.
 	 */
-	if (order && !node_allows_reclaim(pnid))
+	if (mpol_private_thp(gfp, order) && !node_allows_reclaim(pnid))
 		return (gfp & __GFP_NOFAIL) ?
 			mpol_private_normal(gfp, order, nid, NULL) : NULL;
 	/*

@@ -565,6 +565,8 @@ static void npk_spill_rules(struct kunit *test)
 	const unsigned short owner = MPOL_F_PRIVATE | MPOL_F_PRIVATE_OWNER;
 	const gfp_t user = GFP_HIGHUSER_MOVABLE;
 	const gfp_t nofs = GFP_NOFS | __GFP_MOVABLE;
+	/* an mTHP fault with defrag on: direct reclaim, no __GFP_NORETRY */
+	const gfp_t thp = GFP_TRANSHUGE_LIGHT | __GFP_DIRECT_RECLAIM;
 	gfp_t try;
 
 	/* The task's own choice: the OOM rule applies, nothing spills. */
@@ -579,18 +581,20 @@ static void npk_spill_rules(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, mpol_private_spills(MPOL_F_PRIVATE,
 						     GFP_ATOMIC | __GFP_MOVABLE, 0));
 	/*
-	 * A shared large folio, or one that may fail anyway, stays and fails
-	 * there (smaller folios follow); a NOFS one may have none to try.
+	 * A THP or mTHP stays and fails there (smaller folios follow); other
+	 * large folios are base pages (a minimum page cache folio has no
+	 * smaller order), and so is a NOFS one.
 	 */
-	KUNIT_EXPECT_FALSE(test, mpol_private_spills(shared, user, 9));
-	KUNIT_EXPECT_FALSE(test, mpol_private_spills(shared, user, 2));
+	KUNIT_EXPECT_FALSE(test, mpol_private_spills(shared, thp, 9));
+	KUNIT_EXPECT_FALSE(test, mpol_private_spills(shared, thp, 2));
+	KUNIT_EXPECT_TRUE(test, mpol_private_spills(shared, user, 2));
+	KUNIT_EXPECT_FALSE(test, mpol_private_spills(MPOL_F_PRIVATE, user, 2));
 	KUNIT_EXPECT_TRUE(test, mpol_private_spills(MPOL_F_PRIVATE, nofs, 2));
-	KUNIT_EXPECT_TRUE(test, mpol_private_node_gfp(user, 2) & __GFP_NORETRY);
-	KUNIT_EXPECT_TRUE(test, mpol_private_node_gfp(user, 9) & __GFP_NORETRY);
-	KUNIT_EXPECT_FALSE(test, mpol_private_node_gfp(user, 0) & __GFP_NORETRY);
-	KUNIT_EXPECT_FALSE(test, mpol_private_node_gfp(user | __GFP_RETRY_MAYFAIL,
-						       2) & __GFP_NORETRY);
-	KUNIT_EXPECT_FALSE(test, mpol_private_node_gfp(user | __GFP_NOFAIL, 2) &
+	KUNIT_EXPECT_TRUE(test, mpol_private_node_gfp(thp, 2) & __GFP_NORETRY);
+	KUNIT_EXPECT_TRUE(test, mpol_private_node_gfp(thp, 9) & __GFP_NORETRY);
+	KUNIT_EXPECT_FALSE(test, mpol_private_node_gfp(user, 2) & __GFP_NORETRY);
+	KUNIT_EXPECT_FALSE(test, mpol_private_node_gfp(thp, 0) & __GFP_NORETRY);
+	KUNIT_EXPECT_FALSE(test, mpol_private_node_gfp(thp | __GFP_NOFAIL, 2) &
 				 __GFP_NORETRY);
 	KUNIT_EXPECT_FALSE(test, mpol_private_spills(MPOL_F_PRIVATE,
 						     nofs | __GFP_NORETRY, 0));
