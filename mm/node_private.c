@@ -853,10 +853,11 @@ static int mpol_private_usable_node(const struct mempolicy *pol, gfp_t gfp)
 }
 
 /*
- * A THP or mTHP allocation (the GFP_TRANSHUGE masks, which alone among
- * movable ones carry __GFP_NOMEMALLOC): its callers all fall back to
- * smaller folios when it fails (anon and shmem faults, swap-in, mbind's
- * migration, which splits the folio).
+ * A THP or mTHP allocation: the GFP_TRANSHUGE masks carry
+ * __GFP_NOMEMALLOC, and no other movable allocation of order > 0 that
+ * comes here does.  Its callers all fall back to smaller folios when it
+ * fails (anon and shmem faults, swap-in), or split it (mbind's
+ * migration).
  */
 static bool mpol_private_thp(gfp_t gfp, unsigned int order)
 {
@@ -878,11 +879,14 @@ static bool mpol_private_thp(gfp_t gfp, unsigned int order)
  * __GFP_NORETRY (readahead, the larger orders of a page cache folio) and
  * __GFP_RETRY_MAYFAIL ones just fail on the node.  A THP or mTHP fails
  * there too (mpol_private_node_gfp()), and its caller falls back to
- * smaller folios on the node.  Any other large folio is treated as a base
- * page: the smallest folio of a filesystem whose blocks are larger than
- * a page has nothing smaller to fall back to.  The owner's allocations
- * (MPOL_F_PRIVATE_OWNER) stay on its node.  __GFP_NOFAIL ones always
- * spill.  @gfp is current_gfp_context()'s.
+ * smaller folios on the node.  Any other large folio -- the smallest
+ * page cache folio of a filesystem whose blocks are larger than a page,
+ * which has nothing smaller to fall back to -- spills after a try on the
+ * node: the slowpath would never OOM for it above
+ * PAGE_ALLOC_COSTLY_ORDER (a fault would refault forever), and on a node
+ * without RECLAIM nothing compacts.  So only base pages reach the OOM
+ * rule.  The owner's allocations (MPOL_F_PRIVATE_OWNER) stay on its
+ * node.  __GFP_NOFAIL ones always spill.  @gfp is current_gfp_context()'s.
  */
 static bool mpol_private_spills(unsigned short flags, gfp_t gfp,
 				unsigned int order)
@@ -891,11 +895,11 @@ static bool mpol_private_spills(unsigned short flags, gfp_t gfp,
 		return true;
 	if (!gfpflags_allow_blocking(gfp) ||
 	    (gfp & (__GFP_NORETRY | __GFP_RETRY_MAYFAIL)) ||
-	    (flags & MPOL_F_PRIVATE_OWNER))
+	    (flags & MPOL_F_PRIVATE_OWNER) || mpol_private_thp(gfp, order))
 		return false;
-	if (!(gfp & __GFP_FS))
+	if (order || !(gfp & __GFP_FS))
 		return true;
-	return (flags & MPOL_F_SHARED) && !mpol_private_thp(gfp, order);
+	return flags & MPOL_F_SHARED;
 }
 
 /*
@@ -914,7 +918,8 @@ static gfp_t mpol_private_node_gfp(gfp_t gfp, unsigned int order)
 
 /*
  * The try on the private node before an allocation spills: a shared
- * policy's ordinary one may reclaim there (no OOM); a NOFS or NOFAIL one
+ * policy's ordinary one, or a large folio, may reclaim and compact there
+ * (no OOM); a NOFS or NOFAIL one
  * only takes free memory, rather than wait in reclaim, maybe with a
  * journal held, for a node that is not its only choice.
  */

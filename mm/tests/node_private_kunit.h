@@ -581,14 +581,16 @@ static void npk_spill_rules(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, mpol_private_spills(MPOL_F_PRIVATE,
 						     GFP_ATOMIC | __GFP_MOVABLE, 0));
 	/*
-	 * A THP or mTHP stays and fails there (smaller folios follow); other
-	 * large folios are base pages (a minimum page cache folio has no
-	 * smaller order), and so is a NOFS one.
+	 * A THP or mTHP stays and fails there (smaller folios follow), NOFS
+	 * or not; any other large folio (a minimum page cache folio, with
+	 * no smaller order) spills, even under the task's own policy.
 	 */
 	KUNIT_EXPECT_FALSE(test, mpol_private_spills(shared, thp, 9));
 	KUNIT_EXPECT_FALSE(test, mpol_private_spills(shared, thp, 2));
+	KUNIT_EXPECT_FALSE(test, mpol_private_spills(shared, thp & ~__GFP_FS, 2));
 	KUNIT_EXPECT_TRUE(test, mpol_private_spills(shared, user, 2));
-	KUNIT_EXPECT_FALSE(test, mpol_private_spills(MPOL_F_PRIVATE, user, 2));
+	KUNIT_EXPECT_TRUE(test, mpol_private_spills(MPOL_F_PRIVATE, user, 2));
+	KUNIT_EXPECT_TRUE(test, mpol_private_spills(MPOL_F_PRIVATE, user, 4));
 	KUNIT_EXPECT_TRUE(test, mpol_private_spills(MPOL_F_PRIVATE, nofs, 2));
 	KUNIT_EXPECT_TRUE(test, mpol_private_node_gfp(thp, 2) & __GFP_NORETRY);
 	KUNIT_EXPECT_TRUE(test, mpol_private_node_gfp(thp, 9) & __GFP_NORETRY);
@@ -596,6 +598,8 @@ static void npk_spill_rules(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, mpol_private_node_gfp(thp, 0) & __GFP_NORETRY);
 	KUNIT_EXPECT_FALSE(test, mpol_private_node_gfp(thp | __GFP_NOFAIL, 2) &
 				 __GFP_NORETRY);
+	KUNIT_EXPECT_FALSE(test, mpol_private_node_gfp(thp | __GFP_RETRY_MAYFAIL,
+						       2) & __GFP_NORETRY);
 	KUNIT_EXPECT_FALSE(test, mpol_private_spills(MPOL_F_PRIVATE,
 						     nofs | __GFP_NORETRY, 0));
 	KUNIT_EXPECT_FALSE(test, mpol_private_spills(shared,
