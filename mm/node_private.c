@@ -854,10 +854,11 @@ static int mpol_private_usable_node(const struct mempolicy *pol, gfp_t gfp)
 
 /*
  * A THP or mTHP allocation: the GFP_TRANSHUGE masks carry
- * __GFP_NOMEMALLOC, and no other movable allocation of order > 0 that
- * comes here does.  Its callers all fall back to smaller folios when it
- * fails (anon and shmem faults, swap-in), or split it (mbind's
- * migration).
+ * __GFP_NOMEMALLOC, and no page cache allocation of order > 0 does.  Its
+ * callers all fall back to smaller folios when it fails (anon and shmem
+ * faults, swap-in), or split it (mbind's migration, whose GFP_TRANSHUGE
+ * also covers a page cache folio that cannot split below its minimum
+ * order: that move fails, the folio stays where it was).
  */
 static bool mpol_private_thp(gfp_t gfp, unsigned int order)
 {
@@ -995,8 +996,8 @@ struct page *mpol_private_alloc_noprof(gfp_t gfp, unsigned int order,
 	 * Without RECLAIM nothing compacts the node or frees its blocks: a
 	 * THP or mTHP fault falls back to base pages rather than take them
 	 * (on the node, also for a preferred policy).  One that may not
-	 * fail takes normal memory.  Other large folios follow the rules
-	 * of base pages.
+	 * fail takes normal memory.  Other large folios: see
+	 * mpol_private_spills().
 	 */
 	if (mpol_private_thp(gfp, order) && !node_allows_reclaim(pnid))
 		return (gfp & __GFP_NOFAIL) ?

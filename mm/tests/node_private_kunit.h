@@ -609,6 +609,7 @@ static void npk_spill_rules(struct kunit *test)
 						    user | __GFP_NOFAIL, 9));
 	/* The owner's memory stays on its node unless it may not fail. */
 	KUNIT_EXPECT_FALSE(test, mpol_private_spills(owner, nofs, 0));
+	KUNIT_EXPECT_FALSE(test, mpol_private_spills(owner, user, 2));
 	KUNIT_EXPECT_TRUE(test, mpol_private_spills(owner, nofs | __GFP_NOFAIL, 0));
 
 	/* A shared policy's user may reclaim the node, without OOM. */
