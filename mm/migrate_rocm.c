@@ -203,6 +203,22 @@ static bool rocm_batching(void)
 	return READ_ONCE(rocm_batch_break);
 }
 
+/* Moved folios migrate_rocm_debug_moved() saw, and those it faulted. */
+static atomic_t rocm_moved_checked, rocm_moved_stray;
+
+/*
+ * @dst has been live since its switch (mapped, in the page cache if it
+ * is a file folio) and nothing may be recorded in it: a reader that
+ * does not take the folio lock, such as __find_get_block_slow() on a
+ * block device folio, takes a non-NULL ->private for buffer heads.
+ */
+void migrate_rocm_debug_moved(struct folio *dst)
+{
+	atomic_inc(&rocm_moved_checked);
+	if (!folio_test_private(dst) && READ_ONCE(dst->private))
+		atomic_inc(&rocm_moved_stray);
+}
+
 static int __init rocm_debugfs_init(void)
 {
 	struct dentry *dir = debugfs_create_dir("migrate_rocm", NULL);
@@ -211,6 +227,10 @@ static int __init rocm_debugfs_init(void)
 			   &rocm_delay_us[ROCM_DELAY_COPY]);
 	debugfs_create_u32("switch_delay_us", 0600, dir,
 			   &rocm_delay_us[ROCM_DELAY_SWITCH]);
+	debugfs_create_atomic_t("moved_checked", 0400, dir,
+				&rocm_moved_checked);
+	debugfs_create_atomic_t("moved_stray_private", 0400, dir,
+				&rocm_moved_stray);
 	if (IS_ENABLED(CONFIG_ARM64))	/* ROCM_BATCH_BREAK */
 		debugfs_create_bool("batch_break", 0600, dir,
 				    &rocm_batch_break);

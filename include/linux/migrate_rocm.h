@@ -107,6 +107,15 @@ bool rocm_defer_flush(struct mm_struct *mm, pte_t pteval, unsigned long uaddr);
 /* mm/migrate.c: folio_migrate_flags() without the memcg transfer */
 void rocm_migrate_flags(struct folio *newfolio, struct folio *folio);
 
+#ifdef CONFIG_MIGRATE_ROCM_DEBUG
+/* a moved, still locked @dst, looked at as a lockless reader would */
+void migrate_rocm_debug_moved(struct folio *dst);
+#else
+static inline void migrate_rocm_debug_moved(struct folio *dst)
+{
+}
+#endif
+
 /*
  * Unmap phase: may locked, isolated, mapped @src move in place?  True
  * when every mapping passed the rules and its TLB flush is queued on the

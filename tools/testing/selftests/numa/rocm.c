@@ -33,6 +33,13 @@
  *
  * ext4 classes need --ext4-dir; rocm_ext4.sh sets up a loop device and
  * runs them alone (--ext4-only).
+ *
+ * Eligible classes also check what a moved folio looks like while it is
+ * live in its mappings (and the page cache) but not yet unlocked: with
+ * CONFIG_MIGRATE_ROCM_DEBUG the kernel looks at each one once the
+ * batch's switches are flushed and counts those with something in
+ * ->private but no PG_private (migrate_rocm/moved_stray_private), which
+ * a reader without the folio lock would take for buffer heads.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -58,6 +65,8 @@
 
 #define SYSCTL		"/proc/sys/vm/migrate_rocm"
 #define WB_SYSCTL	"/proc/sys/vm/dirty_writeback_centisecs"
+#define DBG_CHECKED	"/sys/kernel/debug/migrate_rocm/moved_checked"
+#define DBG_STRAY	"/sys/kernel/debug/migrate_rocm/moved_stray_private"
 #define PFN_MASK	((1ULL << 55) - 1)
 #define ROCM_EVENT	"migrate/mm_migrate_rocm"
 #define WAIT_EVENT	"migrate/mm_migration_entry_wait"
@@ -530,6 +539,8 @@ struct run {
 	uint64_t reads;
 	char whys[256];		/* fallback reasons traced, "" if none */
 	long cleaned;		/* dirty pages written back meanwhile, -1 unknown */
+	long long live_checked;	/* moved folios the kernel looked at, -1 unknown */
+	long long live_stray;	/* of them with a stray ->private (all tasks) */
 };
 
 /* What mm_migrate_rocm prints for an attempt: ok, or why it fell back. */
@@ -755,7 +766,7 @@ static void run_class(enum cls c, bool rocm, struct run *r)
 	struct reader rd[NR_READERS];
 	bool stop = false;
 	struct buf b;
-	long long s0, f0;
+	long long s0, f0, c0, x0;
 
 	memset(r, 0, sizeof(*r));
 	if (!make_buf(c, &b, r->why)) {
@@ -771,9 +782,13 @@ static void run_class(enum cls c, bool rocm, struct run *r)
 	nu_pin_cpu(cpu_mig);
 	s0 = nu_vmstat("migrate_rocm_success");
 	f0 = nu_vmstat("migrate_rocm_fallback");
+	c0 = nu_read_ll(DBG_CHECKED);
+	x0 = nu_read_ll(DBG_STRAY);
 	traced_moves(&b, rd, r);
 	r->vm_success = nu_vmstat("migrate_rocm_success") - s0;
 	r->vm_fallback = nu_vmstat("migrate_rocm_fallback") - f0;
+	r->live_checked = c0 < 0 ? -1 : nu_read_ll(DBG_CHECKED) - c0;
+	r->live_stray = x0 < 0 ? -1 : nu_read_ll(DBG_STRAY) - x0;
 	__atomic_store_n(&stop, true, __ATOMIC_RELAXED);
 	for (int i = 0; i < NR_READERS; i++) {
 		pthread_join(rd[i].tid, NULL);
@@ -883,6 +898,24 @@ static void check_path(enum cls c, const struct run *r)
 				 n, r->success, r->fallback, want);
 }
 
+/*
+ * Eligible classes: the moved folios carried nothing in ->private while
+ * they were live (counted by the kernel for all tasks: a stray one of
+ * any task fails this too, as it should).
+ */
+static void check_live_private(enum cls c, const struct run *r)
+{
+	const char *n = cls_info[c].name;
+
+	if (r->live_checked < 0 || r->live_stray < 0)
+		ksft_test_result_skip("%s.live_private: no %s (CONFIG_MIGRATE_ROCM_DEBUG)\n",
+				      n, DBG_CHECKED);
+	else
+		ksft_test_result(r->live_checked > 0 && !r->live_stray,
+				 "%s.live_private (%lld moved folios looked at, %lld with a stray ->private)\n",
+				 n, r->live_checked, r->live_stray);
+}
+
 /* Eligible classes: the readers slept only on folios that fell back. */
 static void check_no_fault_wait(enum cls c, const struct run *on)
 {
@@ -930,6 +963,8 @@ static void report(enum cls c)
 		ksft_test_result_skip("%s.intact: %s\n", n, on.why);
 		ksft_test_result_skip("%s.path: %s\n", n, on.why);
 		ksft_test_result_skip("%s.no_fault_wait: %s\n", n, on.why);
+		if (cls_info[c].eligible)
+			ksft_test_result_skip("%s.live_private: %s\n", n, on.why);
 		return;
 	}
 	ksft_print_msg("%s: rocm=1 moved %ld/%ld, traced success %lld fallback %lld\n",
@@ -945,6 +980,8 @@ static void report(enum cls c)
 			 (unsigned long long)on.bad);
 	check_path(c, &on);
 	check_no_fault_wait(c, &on);
+	if (cls_info[c].eligible)
+		check_live_private(c, &on);
 }
 
 /*
@@ -1036,7 +1073,7 @@ int main(int argc, char **argv)
 	if (nu_read_str(BALANCING, nb_was, sizeof(nb_was)) > 0)
 		nu_write_str(BALANCING, "0");
 	for (int c = 0; c < NR_CLS; c++)
-		n += selected(c);
+		n += selected(c) * (cls_info[c].eligible ? 5 : 4);
 	for (int c = 0; c < NR_CLS; c++)
 		if (selected(c) && dirty_class(c)) {
 			stop_writeback();
@@ -1044,7 +1081,7 @@ int main(int argc, char **argv)
 		}
 	if (!n)
 		ksft_exit_fail_msg("no class named %s\n", opt.only);
-	ksft_set_plan(4 * n);
+	ksft_set_plan(n);
 	if (!opt.ext4_dir && !opt.only)
 		ksft_print_msg("ext4 classes: run by rocm_ext4.sh\n");
 	ksft_print_msg("node_a=%d node_b=%d readers on cpus %d,%d migrator on %d, %lu pages\n",
