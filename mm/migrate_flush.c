@@ -26,14 +26,30 @@
  * left, so nothing queued outlives the batch.  Page-table walkers that
  * could return to user space with a stale entry (mprotect, munmap,
  * mremap, madvise) call flush_tlb_batched_pending() under the page-table
- * lock, as they do for reclaim.  PMD mappings still flush in
- * set_pmd_migration_entry().
+ * lock, as they do for reclaim.
  *
- * A file hugetlb folio mapped several times queues its flushes too and
- * unmap_and_move_huge_page() runs them right after try_to_migrate(),
- * while it still holds the i_mmap_rwsem that every hugetlb walker takes
- * for write (see migrate_hugetlb_ttu_flags()).  See
- * Documentation/mm/migrate_flush.rst.
+ * That restore is the one place where a folio is unlocked (by the undo of
+ * migrate_folio_unmap()) while its flush is still queued.  It is safe
+ * because the restored PTEs map the same PFN with the same bits as the
+ * stale TLB entries and the folio stays isolated until the batch ends:
+ * nothing may build on "no folio is unlocked before the batch's flush".
+ *
+ * On x86, PMD mappings defer too: set_pmd_migration_entry() invalidates
+ * without flushing and queues the flush (migrate_defer_pmd() in rmap.c),
+ * and the PMD walkers that can act on the entry (change_huge_pmd(),
+ * zap_huge_pmd(), move_huge_pmd(), the PMD split) call
+ * flush_tlb_batched_pending().  Elsewhere set_pmd_migration_entry()
+ * flushes at once.
+ *
+ * A hugetlb folio mapped several times queues its flushes on x86 and
+ * unmap_and_move_huge_page() runs them right after try_to_migrate()
+ * (see migrate_hugetlb_ttu_flags()).  A file folio's walkers also wait
+ * for the i_mmap_rwsem its migration holds until after that flush; the
+ * migration of an anon folio holds no lock its walkers take, so there
+ * the deferral rests only on the flush_tlb_batched_pending() calls this
+ * series adds to hugetlb's zap
+ * (__unmap_hugepage_range()) and change_protection
+ * (hugetlb_change_protection()).  See Documentation/mm/migrate_flush.rst.
  */
 
 #include <linux/debugfs.h>

@@ -33,6 +33,7 @@
  */
 
 #include <linux/debugfs.h>
+#include <linux/delay.h>
 #include <linux/init.h>
 #include <linux/migrate_range.h>
 #include <linux/mm.h>
@@ -54,6 +55,48 @@ static atomic_long_t migrate_range_runs, migrate_range_unmapped,
 		     migrate_range_remapped, migrate_range_remap_left,
 		     migrate_range_rocm_runs, migrate_range_rocm_moved,
 		     migrate_range_rocm_left;
+static atomic_long_t migrate_range_handovers[NR_MIGRATE_RANGE_HANDOVERS];
+
+/*
+ * A run holds its rmap lock over up to 64 folios' worth of VMAs, where
+ * try_to_migrate() and remove_migration_ptes() held it for one folio's.
+ * Before each further MIGRATE_RANGE_VMAS VMAs, if a writer (fork, munmap,
+ * a VMA split or merge anywhere in the process tree) waits for the lock,
+ * the run gives it up and finishes the per-folio way, one lock hold per
+ * folio as before runs: the unmap with try_to_migrate(TTU_BATCH_FLUSH)
+ * for each folio still mapped (its flush still the batch's), the remap
+ * with remove_migration_ptes() for each folio.
+ */
+#define MIGRATE_RANGE_VMAS	16
+
+#ifdef CONFIG_MIGRATE_RANGE_DEBUG
+/* debugfs migrate_range/vma_delay_us: slept after each VMA of a run */
+static u32 migrate_range_vma_delay_us;
+
+static void migrate_range_debug_delay(void)
+{
+	u32 us = READ_ONCE(migrate_range_vma_delay_us);
+
+	if (us)
+		fsleep(us);
+}
+#else
+static inline void migrate_range_debug_delay(void)
+{
+}
+#endif
+
+/* Before the next VMA, @n walked, of a run that holds @sem: stop? */
+static bool migrate_range_writer_waits(struct rw_semaphore *sem,
+				       unsigned int n)
+{
+	return n && !(n % MIGRATE_RANGE_VMAS) && rwsem_is_contended(sem);
+}
+
+void migrate_range_count_handover(enum migrate_range_handover which)
+{
+	atomic_long_inc(&migrate_range_handovers[which]);
+}
 
 bool __migrate_range_defer(struct folio *src)
 {
@@ -183,9 +226,10 @@ static unsigned int migrate_range_mapped(struct folio *folio, unsigned int nr)
 void migrate_range_unmap_run(struct folio *first, unsigned int nr)
 {
 	struct anon_vma *anon_vma = folio_anon_vma(first);
-	struct folio *last = first;
+	struct folio *last = first, *folio;
 	struct anon_vma_chain *avc;
-	unsigned int i, left;
+	unsigned int i, left, n = 0;
+	bool handed_over = false;
 
 	for (i = 1; i < nr; i++)
 		last = list_next_entry(last, lru);
@@ -200,13 +244,25 @@ void migrate_range_unmap_run(struct folio *first, unsigned int nr)
 		/* as in try_to_migrate(): see invalid_migration_vma() */
 		if (vma_is_temporary_stack(avc->vma))
 			continue;
+		if (migrate_range_writer_waits(&anon_vma->root->rwsem, n++)) {
+			handed_over = true;
+			break;
+		}
 		migrate_range_unmap_vma(avc->vma, first, nr);
+		migrate_range_debug_delay();
 		/* as rmap_walk_anon() with folio_not_mapped() */
 		if (!migrate_range_mapped(first, nr))
 			break;
 		cond_resched();
 	}
 	anon_vma_unlock_read(anon_vma);
+	if (handed_over) {
+		migrate_range_count_handover(MIGRATE_RANGE_HANDOVER_UNMAP);
+		for (i = 0, folio = first; i < nr;
+		     i++, folio = list_next_entry(folio, lru))
+			if (folio_mapped(folio))
+				try_to_migrate(folio, TTU_BATCH_FLUSH);
+	}
 
 	left = migrate_range_mapped(first, nr);
 	atomic_long_inc(&migrate_range_runs);
@@ -274,9 +330,10 @@ bool migrate_range_remap_run(struct folio *src, struct folio *dst,
 			     unsigned int nr)
 {
 	struct anon_vma *anon_vma = folio_anon_vma(src);
-	unsigned int i, mapped = 0, locked = 0;
+	unsigned int i, mapped = 0, locked = 0, n = 0;
 	struct folio *last = src;
 	struct anon_vma_chain *avc;
+	bool handed_over = false;
 
 	for (i = 1; i < nr; i++)
 		last = list_next_entry(last, lru);
@@ -290,16 +347,54 @@ bool migrate_range_remap_run(struct folio *src, struct folio *dst,
 			.pte = migrate_range_remap_pte,
 		};
 
+		if (migrate_range_writer_waits(&anon_vma->root->rwsem, n++)) {
+			handed_over = true;
+			break;
+		}
 		mapped += migrate_range_walk_ptes(&w);
 		locked += w.locked;
+		migrate_range_debug_delay();
 		cond_resched();
 	}
 	anon_vma_unlock_read(anon_vma);
+	if (handed_over)
+		migrate_range_count_handover(MIGRATE_RANGE_HANDOVER_REMAP);
 
 	atomic_long_inc(&migrate_range_remap_runs);
 	atomic_long_add(mapped, &migrate_range_remapped);
 	atomic_long_add(locked, &migrate_range_remap_left);
-	return !locked;
+	return !locked && !handed_over;
+}
+
+static bool migrate_range_entry_one(struct folio *folio,
+				    struct vm_area_struct *vma,
+				    unsigned long addr, void *arg)
+{
+	DEFINE_FOLIO_VMA_WALK(pvmw, folio, vma, addr,
+			      PVMW_SYNC | PVMW_MIGRATION);
+
+	if (!page_vma_mapped_walk(&pvmw))
+		return true;
+	page_vma_mapped_walk_done(&pvmw);
+	*(bool *)arg = true;
+	return false;
+}
+
+/*
+ * Only migrate_pages_batch() installs migration entries for @src, which
+ * it holds locked, so one found here was left by it; none can appear
+ * while this looks.
+ */
+bool migrate_range_entries_left(struct folio *src)
+{
+	bool left = false;
+	struct rmap_walk_control rwc = {
+		.rmap_one = migrate_range_entry_one,
+		.arg = &left,
+	};
+
+	rmap_walk(src, &rwc);
+	return left;
 }
 
 void migrate_range_count_rocm(unsigned int nr, unsigned int moved)
@@ -325,7 +420,8 @@ static struct ctl_table migrate_range_sysctls[] = {
  * folios they left mapped for migrate_folio_move() to unmap; runs
  * remapped, PTEs they mapped, PTEs they left to remove_migration_ptes()
  * (in VM_LOCKED VMAs); ROCM runs switched, folios they moved, folios
- * they left to the classic path.
+ * they left to the classic path; runs of each kind that gave their rmap
+ * lock up to a waiting writer.
  */
 static int migrate_range_stats_show(struct seq_file *m, void *v)
 {
@@ -341,6 +437,10 @@ static int migrate_range_stats_show(struct seq_file *m, void *v)
 		   atomic_long_read(&migrate_range_rocm_runs),
 		   atomic_long_read(&migrate_range_rocm_moved),
 		   atomic_long_read(&migrate_range_rocm_left));
+	seq_printf(m, "unmap_handovers %ld\nremap_handovers %ld\nrocm_handovers %ld\n",
+		   atomic_long_read(&migrate_range_handovers[MIGRATE_RANGE_HANDOVER_UNMAP]),
+		   atomic_long_read(&migrate_range_handovers[MIGRATE_RANGE_HANDOVER_REMAP]),
+		   atomic_long_read(&migrate_range_handovers[MIGRATE_RANGE_HANDOVER_ROCM]));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(migrate_range_stats);
@@ -355,6 +455,10 @@ static int __init migrate_range_init(void)
 	dir = debugfs_create_dir("migrate_range", NULL);
 	debugfs_create_file("stats", 0400, dir, NULL,
 			    &migrate_range_stats_fops);
+#ifdef CONFIG_MIGRATE_RANGE_DEBUG
+	debugfs_create_u32("vma_delay_us", 0600, dir,
+			   &migrate_range_vma_delay_us);
+#endif
 	return 0;
 }
 late_initcall(migrate_range_init);

@@ -1065,8 +1065,10 @@ static void rocm_run_switch(struct rocm_run *r, struct folio *last)
 					    &first->mapping->i_mmap_rwsem);
 		i_mmap_unlock_read(first->mapping);
 	}
-	if (handed_over)
+	if (handed_over) {
+		migrate_range_count_handover(MIGRATE_RANGE_HANDOVER_ROCM);
 		rocm_run_per_folio(r);
+	}
 }
 
 u64 migrate_rocm_move_run(struct folio *src, struct folio *dst,

@@ -13,6 +13,14 @@ struct folio;
 /* The most folios one run unmaps under one anon_vma lock. */
 #define MIGRATE_RANGE_MAX	64
 
+/* Which run gave its rmap lock up to a waiting writer (debugfs stats). */
+enum migrate_range_handover {
+	MIGRATE_RANGE_HANDOVER_UNMAP,
+	MIGRATE_RANGE_HANDOVER_REMAP,
+	MIGRATE_RANGE_HANDOVER_ROCM,
+	NR_MIGRATE_RANGE_HANDOVERS
+};
+
 #ifdef CONFIG_MIGRATE_RANGE
 DECLARE_STATIC_KEY_FALSE(migrate_range_enabled);
 
@@ -24,6 +32,9 @@ bool migrate_range_remap_run(struct folio *src, struct folio *dst,
 			     unsigned int nr);
 /* ROCM switched a run of @nr folios, @moved of them to their copies */
 void migrate_range_count_rocm(unsigned int nr, unsigned int moved);
+/* Does a migration entry for the locked, moved @src map it still? */
+bool migrate_range_entries_left(struct folio *src);
+void migrate_range_count_handover(enum migrate_range_handover which);
 
 /*
  * Should migrate_folio_unmap() leave the mapped, locked @src for its
@@ -90,6 +101,16 @@ static inline void migrate_range_unmap_run(struct folio *first,
 
 static inline void migrate_range_count_rocm(unsigned int nr,
 					    unsigned int moved)
+{
+}
+
+static inline bool migrate_range_entries_left(struct folio *src)
+{
+	return false;
+}
+
+static inline void
+migrate_range_count_handover(enum migrate_range_handover which)
 {
 }
 #endif

@@ -17,12 +17,20 @@
  * that the writer still stores (the flush is deferred), calls mprotect()
  * or munmap(), and then counts the writer's stores: none may follow.
  *
- * The hugetlb variant does the same for a 2 MiB page of a private hugetlb
+ * Two more calls change a THP's migration entry: mprotect() of its
+ * first 4 KiB only splits the PMD (__split_huge_pmd_locked()), and
+ * mremap() of the whole 2 MiB to another aligned address moves it
+ * (move_huge_pmd(), which flushes only present PMDs); both call
+ * flush_tlb_batched_pending() first, or the writer stores on into the
+ * old page through the THP's cached translation.
+ *
+ * The hugetlb variants do the same for a 2 MiB page of a private hugetlb
  * mapping, COW-shared with a child so that its flush is deferred: the
  * page is read-only then, so a reader (not a writer) must stop seeing the
- * old contents once madvise(MADV_DONTNEED) returns (zapping a hugetlb
- * migration entry records no range to flush, so __unmap_hugepage_range()
- * calls flush_tlb_batched_pending()); a fresh page reads as zeroes.
+ * old contents once madvise(MADV_DONTNEED), or an mmap(MAP_FIXED) of
+ * plain anonymous memory over it, returns (zapping a hugetlb migration
+ * entry records no range to flush, so __unmap_hugepage_range() calls
+ * flush_tlb_batched_pending()); a fresh page reads as zeroes.
  *
  * Needs CONFIG_MIGRATE_DEFER_FLUSH_DEBUG, THP (2 MiB hugetlb pages for
  * the hugetlb variant), three CPUs and two nodes with memory; SKIPs
@@ -142,20 +150,49 @@ FIXTURE(race) {
 	char pool[2][32];	/* hugetlb pool sizes to restore, "" if none */
 };
 
+/* What changes the mapping inside the window. */
+enum call {
+	C_MPROTECT,		/* mprotect(PROT_READ) of the THP */
+	C_MUNMAP,		/* munmap() of the THP */
+	C_MPROTECT_4K,		/* mprotect(PROT_READ) of its first 4 KiB */
+	C_MREMAP,		/* mremap() of the THP elsewhere */
+	C_DONTNEED,		/* hugetlb: madvise(MADV_DONTNEED) */
+	C_MAP_FIXED,		/* hugetlb: mmap(MAP_FIXED) of anon over it */
+};
+
+static const char * const call_names[] = {
+	"mprotect", "munmap", "mprotect 4K", "mremap", "MADV_DONTNEED",
+	"mmap(MAP_FIXED)",
+};
+
 FIXTURE_VARIANT(race) {
-	bool unmap;		/* munmap() instead of mprotect(PROT_READ) */
-	bool hugetlb;		/* private hugetlb page, read, MADV_DONTNEED */
+	enum call call;
+	bool hugetlb;		/* private hugetlb page, read */
 };
 
 FIXTURE_VARIANT_ADD(race, mprotect) {
-	.unmap = false,
+	.call = C_MPROTECT,
 };
 
 FIXTURE_VARIANT_ADD(race, munmap) {
-	.unmap = true,
+	.call = C_MUNMAP,
+};
+
+FIXTURE_VARIANT_ADD(race, mprotect_split) {
+	.call = C_MPROTECT_4K,
+};
+
+FIXTURE_VARIANT_ADD(race, mremap) {
+	.call = C_MREMAP,
 };
 
 FIXTURE_VARIANT_ADD(race, hugetlb_dontneed) {
+	.call = C_DONTNEED,
+	.hugetlb = true,
+};
+
+FIXTURE_VARIANT_ADD(race, hugetlb_map_fixed) {
+	.call = C_MAP_FIXED,
 	.hugetlb = true,
 };
 
@@ -289,8 +326,47 @@ static bool window_open(int pagemap, char *buf)
 	       before < __atomic_load_n(&w_stores, __ATOMIC_ACQUIRE);
 }
 
+/*
+ * Change the mapping at @buf as @call says; mremap() moves it into
+ * *@moved (2 MiB aligned, unmapped by the caller).  The call's result.
+ */
+static int change(enum call call, char *buf, char **moved)
+{
+	char *to;
+
+	switch (call) {
+	case C_MPROTECT:
+		return mprotect(buf, HPAGE, PROT_READ);
+	case C_MUNMAP:
+		return munmap(buf, HPAGE);
+	case C_MPROTECT_4K:
+		return mprotect(buf, PAGE, PROT_READ);
+	case C_MREMAP:
+		to = *moved;
+		*moved = mremap(buf, HPAGE, HPAGE, MREMAP_MAYMOVE | MREMAP_FIXED,
+				to);
+		return *moved == to ? 0 : -1;
+	case C_DONTNEED:
+		return madvise(buf, HPAGE, MADV_DONTNEED);
+	case C_MAP_FIXED:
+		return mmap(buf, HPAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE |
+			    MAP_ANONYMOUS | MAP_FIXED, -1, 0) == buf ? 0 : -1;
+	}
+	return -1;
+}
+
+/* A 2 MiB aligned address with nothing mapped, for mremap(); or NULL. */
+static char *aligned_hole(char **map)
+{
+	*map = mmap(NULL, 2 * HPAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+		    -1, 0);
+	if (*map == MAP_FAILED)
+		return NULL;
+	return (char *)(((uintptr_t)*map + HPAGE - 1) & ~(HPAGE - 1));
+}
+
 /* One try: writer, mover, the call inside the window. */
-static enum outcome attempt(FIXTURE_DATA(race) *self, bool unmap,
+static enum outcome attempt(FIXTURE_DATA(race) *self, enum call call,
 			    bool hugetlb, struct result *r)
 {
 	struct mover m = { .node = self->to, .cpu = self->cpus[2] };
@@ -298,8 +374,13 @@ static enum outcome attempt(FIXTURE_DATA(race) *self, bool unmap,
 	unsigned long at_return;
 	pthread_t wt, mt;
 	pid_t kid = -1;
-	char *map = MAP_FAILED;
+	char *map = MAP_FAILED, *hole_map = MAP_FAILED, *moved = NULL;
 
+	if (call == C_MREMAP) {
+		moved = aligned_hole(&hole_map);
+		if (!moved)
+			return NO_THP;
+	}
 	w_read = hugetlb;
 	w_buf = hugetlb ? hugetlb_on(self->from, &map, &kid) :
 			  thp_on(self->from, &map);
@@ -310,6 +391,8 @@ static enum outcome attempt(FIXTURE_DATA(race) *self, bool unmap,
 		}
 		if (map != MAP_FAILED)
 			munmap(map, hugetlb ? HPAGE : 2 * HPAGE);
+		if (hole_map != MAP_FAILED)
+			munmap(hole_map, 2 * HPAGE);
 		return NO_THP;
 	}
 	m.buf = w_buf;
@@ -321,12 +404,7 @@ static enum outcome attempt(FIXTURE_DATA(race) *self, bool unmap,
 		;
 	pthread_create(&mt, NULL, mover, &m);
 	if (window_open(self->pagemap, w_buf)) {
-		if (hugetlb)
-			r->call = madvise(w_buf, HPAGE, MADV_DONTNEED);
-		else if (unmap)
-			r->call = munmap(w_buf, HPAGE);
-		else
-			r->call = mprotect(w_buf, HPAGE, PROT_READ);
+		r->call = change(call, w_buf, &moved);
 		at_return = __atomic_load_n(&w_stores, __ATOMIC_ACQUIRE);
 		usleep(50 * 1000);
 		r->after = __atomic_load_n(&w_stores, __ATOMIC_ACQUIRE) -
@@ -344,6 +422,8 @@ static enum outcome attempt(FIXTURE_DATA(race) *self, bool unmap,
 		waitpid(kid, NULL, 0);
 	}
 	munmap(map, hugetlb ? HPAGE : 2 * HPAGE);
+	if (hole_map != MAP_FAILED)
+		munmap(hole_map, 2 * HPAGE);
 	return out;
 }
 
@@ -357,7 +437,7 @@ TEST_F(race, no_store_after_return)
 	ASSERT_EQ(0, sigaction(SIGSEGV, &sa, NULL));
 	pin(self->cpus[0]);
 	for (tries = 0; tries < 5 && out == NO_WINDOW; tries++)
-		out = attempt(self, variant->unmap, variant->hugetlb, &r);
+		out = attempt(self, variant->call, variant->hugetlb, &r);
 	if (out == NO_THP)
 		NU_SKIP(return, "no %s", variant->hugetlb ?
 			"free 2 MiB hugetlb page on the source node" :
@@ -365,8 +445,7 @@ TEST_F(race, no_store_after_return)
 	if (out == NO_WINDOW)
 		NU_SKIP(return, "never caught the writer storing through a deferred flush");
 	TH_LOG("%s: %lu %s after it returned (try %d, faulted: %d)",
-	       variant->hugetlb ? "MADV_DONTNEED" :
-	       variant->unmap ? "munmap" : "mprotect", r.after,
+	       call_names[variant->call], r.after,
 	       variant->hugetlb ? "loads of the old page" : "stores", tries,
 	       r.faulted);
 	ASSERT_EQ(0, r.call);

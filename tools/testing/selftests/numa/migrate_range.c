@@ -28,7 +28,14 @@
  *     a child are switched to their copies in runs (rocm_runs), all
  *     through ROCM (migrate_rocm_success), and at 0 one by one;
  *   - moving a child's pages after the parent wrote every other one, a
- *     ROCM run leaves the parent's PTEs that map its own copies alone.
+ *     ROCM run leaves the parent's PTEs that map its own copies alone;
+ *   - a run over many VMAs of one anon_vma (every other page read-only)
+ *     gives the anon_vma lock up when a writer (mprotect merging and
+ *     splitting a VMA of the same anon_vma) waits for it, range unmap,
+ *     range remap and ROCM runs alike (the *_handovers counts), with
+ *     migrate_range/vma_delay_us and migrate_rocm/switch_delay_us
+ *     (CONFIG_MIGRATE_RANGE_DEBUG, CONFIG_MIGRATE_ROCM_DEBUG) holding
+ *     the lock long enough for the writer to queue.
  *
  * Needs CONFIG_MIGRATE_RANGE, root, two nodes with memory (and two CPUs
  * for the writer); SKIPs otherwise.
@@ -58,6 +65,9 @@
 #define ORDER		"/proc/sys/vm/migrate_address_order"
 #define ROCM		"/proc/sys/vm/migrate_rocm"
 #define STATS		"/sys/kernel/debug/migrate_range/stats"
+#define RANGE_DELAY	"/sys/kernel/debug/migrate_range/vma_delay_us"
+#define ROCM_DELAY	"/sys/kernel/debug/migrate_rocm/switch_delay_us"
+#define DELAY_US	"2000"	/* per VMA: 16 VMAs hold the lock 32 ms */
 #define NR		256	/* pages: inside one migrate_pages() batch */
 #define RUN_MAX		64	/* MIGRATE_RANGE_MAX */
 #define PAGE		4096UL
@@ -681,6 +691,123 @@ TEST_F(mr, rocm_cow_diverged)
 	EXPECT_LE(NR * 9 / 10, st);
 	/* the test proves nothing unless the originals moved in runs */
 	EXPECT_LE(NR * 9 / 10, a.rocm_moved - b.rocm_moved);
+}
+
+/* A count of migrate_range/stats ("unmap_handovers", ...); -1 if none. */
+static long mr_stat(const char *name)
+{
+	char buf[512], *p;
+
+	if (nu_read_all(STATS, buf, sizeof(buf)) <= 0)
+		return -1;
+	p = strstr(buf, name);
+	return p ? atol(p + strlen(name) + 1) : -1;
+}
+
+/* Every other page of the NR at @p read-only: NR VMAs of one anon_vma. */
+static int mr_split(char *p)
+{
+	int i;
+
+	for (i = 1; i < NR; i += 2)
+		if (mprotect(p + i * PAGE, PAGE, PROT_READ))
+			return -1;
+	return 0;
+}
+
+/*
+ * The lock writer: page 0 joins page 1's read-only VMA and leaves it
+ * again, a VMA merge and a split, each under the anon_vma lock for write.
+ */
+static int lw_stop;
+
+static void *lock_writer(void *arg)
+{
+	char *p = arg;
+	long rounds = 0;
+
+	while (!__atomic_load_n(&lw_stop, __ATOMIC_RELAXED)) {
+		mprotect(p, PAGE, PROT_READ);
+		mprotect(p, PAGE, PROT_READ | PROT_WRITE);
+		rounds++;
+	}
+	return (void *)rounds;
+}
+
+/*
+ * Move the NR split pages at @p to the other node with the delay knob
+ * @knob set and the lock writer running; the change of @stat.
+ */
+static long mr_contended_move(struct __test_metadata *_metadata,
+			      FIXTURE_DATA(mr) *self, char *p,
+			      const char *knob, const char *stat, int flags)
+{
+	int status[NR], i;
+	void *pages[NR], *rounds;
+	long before = mr_stat(stat);
+	pthread_t t;
+
+	for (i = 0; i < NR; i++)
+		pages[i] = p + i * PAGE;
+	lw_stop = 0;
+	ASSERT_EQ(0, nu_write_str(knob, DELAY_US));
+	ASSERT_EQ(0, pthread_create(&t, NULL, lock_writer, p));
+	EXPECT_LE(0, nu_move_pages_where(0, NR, pages, self->nodes, status,
+					 flags));
+	__atomic_store_n(&lw_stop, 1, __ATOMIC_RELAXED);
+	pthread_join(t, &rounds);
+	nu_write_str(knob, "0");
+	TH_LOG("%s: %ld, the writer %ld rounds", stat, mr_stat(stat) - before,
+	       (long)rounds);
+	EXPECT_LE(NR * 9 / 10, nu_pages_on(p, NR * PAGE, self->nodes[0]));
+	EXPECT_TRUE(nu_intact(p, NR * PAGE, SEED));
+	return mr_stat(stat) - before;
+}
+
+TEST_F(mr, range_runs_hand_the_lock_over)
+{
+	if (access(RANGE_DELAY, W_OK) || mr_stat("remap_handovers") < 0)
+		NU_SKIP(return, "no %s (CONFIG_MIGRATE_RANGE_DEBUG)",
+			RANGE_DELAY);
+	ASSERT_EQ(0, mr_split(self->buf));
+	ASSERT_EQ(0, nu_write_str(SYSCTL, "1"));
+	EXPECT_LE(1, mr_contended_move(_metadata, self, self->buf,
+				       RANGE_DELAY, "unmap_handovers",
+				       MPOL_MF_MOVE))
+		TH_LOG("no unmap run gave the lock up");
+	for (int i = 0; i < NR; i++)
+		self->nodes[i] = self->from;
+	EXPECT_LE(1, mr_contended_move(_metadata, self, self->buf,
+				       RANGE_DELAY, "remap_handovers",
+				       MPOL_MF_MOVE))
+		TH_LOG("no remap run gave the lock up");
+}
+
+TEST_F(mr, rocm_runs_hand_the_lock_over)
+{
+	pid_t kid;
+	int st;
+
+	if (!self->rocm[0])
+		NU_SKIP(return, "no %s (CONFIG_MIGRATE_ROCM)", ROCM);
+	if (access(ROCM_DELAY, W_OK) || mr_stat("rocm_handovers") < 0)
+		NU_SKIP(return, "no %s (CONFIG_MIGRATE_ROCM_DEBUG)", ROCM_DELAY);
+	ASSERT_EQ(0, mr_split(self->buf));
+	/* COW-shared with a child, as rocm_anon_in_runs */
+	child_buf = self->buf;
+	signal(SIGUSR1, child_check);
+	ASSERT_EQ(1, nu_fork_sharers(&kid, 1, child_touch, self->buf));
+	child_touch(self->buf);
+	ASSERT_EQ(0, nu_write_str(ROCM, "1"));
+	ASSERT_EQ(0, nu_write_str(SYSCTL, "1"));
+	EXPECT_LE(1, mr_contended_move(_metadata, self, self->buf, ROCM_DELAY,
+				       "rocm_handovers", MPOL_MF_MOVE_ALL))
+		TH_LOG("no ROCM run gave the lock up");
+	kill(kid, SIGUSR1);
+	ASSERT_EQ(kid, waitpid(kid, &st, 0));
+	EXPECT_TRUE(WIFEXITED(st) && !WEXITSTATUS(st))
+		TH_LOG("the child's data changed");
+	signal(SIGUSR1, SIG_DFL);
 }
 
 TEST_HARNESS_MAIN
