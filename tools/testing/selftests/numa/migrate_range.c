@@ -30,8 +30,8 @@
  *   - moving a child's pages after the parent wrote every other one, a
  *     ROCM run leaves the parent's PTEs that map its own copies alone;
  *   - a run over many VMAs of one anon_vma (every other page read-only)
- *     gives the anon_vma lock up when a writer (mprotect merging and
- *     splitting a VMA of the same anon_vma) waits for it, range unmap,
+ *     gives the anon_vma lock up when a writer (madvise splitting and
+ *     merging a VMA of the same anon_vma) waits for it, range unmap,
  *     range remap and ROCM runs alike (the *_handovers counts), with
  *     migrate_range/vma_delay_us and migrate_rocm/switch_delay_us
  *     (CONFIG_MIGRATE_RANGE_DEBUG, CONFIG_MIGRATE_ROCM_DEBUG) holding
@@ -704,31 +704,38 @@ static long mr_stat(const char *name)
 	return p ? atol(p + strlen(name) + 1) : -1;
 }
 
-/* Every other page of the NR at @p read-only: NR VMAs of one anon_vma. */
-static int mr_split(char *p)
+/*
+ * NR + 2 pages of one anon_vma on @node, filled, every other page of the
+ * first NR read-only: NR VMAs for a run to walk, and a 2-page VMA for
+ * the lock writer.
+ */
+static char *mr_split_buf(int node)
 {
+	char *p = nu_anon_bound((NR + 2) * PAGE, MPOL_BIND, node, SEED);
 	int i;
 
-	for (i = 1; i < NR; i += 2)
+	for (i = 1; p && i < NR; i += 2)
 		if (mprotect(p + i * PAGE, PAGE, PROT_READ))
-			return -1;
-	return 0;
+			return NULL;
+	return p;
 }
 
 /*
- * The lock writer: page 0 joins page 1's read-only VMA and leaves it
- * again, a VMA merge and a split, each under the anon_vma lock for write.
+ * The lock writer: splits the 2-page VMA after the NR pages and merges
+ * it again (MADV_DONTFORK, MADV_DOFORK), each under the anon_vma lock
+ * for write.  No page table changes: mprotect() would leave a TLB flush
+ * pending on the mm meanwhile, which ROCM refuses (flush_pending).
  */
 static int lw_stop;
 
 static void *lock_writer(void *arg)
 {
-	char *p = arg;
+	char *p = (char *)arg + NR * PAGE;
 	long rounds = 0;
 
 	while (!__atomic_load_n(&lw_stop, __ATOMIC_RELAXED)) {
-		mprotect(p, PAGE, PROT_READ);
-		mprotect(p, PAGE, PROT_READ | PROT_WRITE);
+		madvise(p, PAGE, MADV_DONTFORK);
+		madvise(p, PAGE, MADV_DOFORK);
 		rounds++;
 	}
 	return (void *)rounds;
@@ -745,20 +752,24 @@ static long mr_contended_move(struct __test_metadata *_metadata,
 	int status[NR], i;
 	void *pages[NR], *rounds;
 	long before = mr_stat(stat);
+	struct mr_stats s0, s1;
 	pthread_t t;
 
 	for (i = 0; i < NR; i++)
 		pages[i] = p + i * PAGE;
 	lw_stop = 0;
 	ASSERT_EQ(0, nu_write_str(knob, DELAY_US));
+	ASSERT_EQ(0, mr_stats_read(&s0));
 	ASSERT_EQ(0, pthread_create(&t, NULL, lock_writer, p));
 	EXPECT_LE(0, nu_move_pages_where(0, NR, pages, self->nodes, status,
 					 flags));
+	ASSERT_EQ(0, mr_stats_read(&s1));
 	__atomic_store_n(&lw_stop, 1, __ATOMIC_RELAXED);
 	pthread_join(t, &rounds);
 	nu_write_str(knob, "0");
-	TH_LOG("%s: %ld, the writer %ld rounds", stat, mr_stat(stat) - before,
-	       (long)rounds);
+	TH_LOG("%s: %ld, the writer %ld rounds; runs: %ld unmap, %ld remap, %ld rocm",
+	       stat, mr_stat(stat) - before, (long)rounds, s1.runs - s0.runs,
+	       s1.remap_runs - s0.remap_runs, s1.rocm_runs - s0.rocm_runs);
 	EXPECT_LE(NR * 9 / 10, nu_pages_on(p, NR * PAGE, self->nodes[0]));
 	EXPECT_TRUE(nu_intact(p, NR * PAGE, SEED));
 	return mr_stat(stat) - before;
@@ -766,41 +777,45 @@ static long mr_contended_move(struct __test_metadata *_metadata,
 
 TEST_F(mr, range_runs_hand_the_lock_over)
 {
+	char *p;
+
 	if (access(RANGE_DELAY, W_OK) || mr_stat("remap_handovers") < 0)
 		NU_SKIP(return, "no %s (CONFIG_MIGRATE_RANGE_DEBUG)",
 			RANGE_DELAY);
-	ASSERT_EQ(0, mr_split(self->buf));
+	p = mr_split_buf(self->from);
+	ASSERT_NE(NULL, p);
 	ASSERT_EQ(0, nu_write_str(SYSCTL, "1"));
-	EXPECT_LE(1, mr_contended_move(_metadata, self, self->buf,
-				       RANGE_DELAY, "unmap_handovers",
-				       MPOL_MF_MOVE))
+	EXPECT_LE(1, mr_contended_move(_metadata, self, p, RANGE_DELAY,
+				       "unmap_handovers", MPOL_MF_MOVE))
 		TH_LOG("no unmap run gave the lock up");
 	for (int i = 0; i < NR; i++)
 		self->nodes[i] = self->from;
-	EXPECT_LE(1, mr_contended_move(_metadata, self, self->buf,
-				       RANGE_DELAY, "remap_handovers",
-				       MPOL_MF_MOVE))
+	EXPECT_LE(1, mr_contended_move(_metadata, self, p, RANGE_DELAY,
+				       "remap_handovers", MPOL_MF_MOVE))
 		TH_LOG("no remap run gave the lock up");
+	munmap(p, (NR + 2) * PAGE);
 }
 
 TEST_F(mr, rocm_runs_hand_the_lock_over)
 {
 	pid_t kid;
+	char *p;
 	int st;
 
 	if (!self->rocm[0])
 		NU_SKIP(return, "no %s (CONFIG_MIGRATE_ROCM)", ROCM);
 	if (access(ROCM_DELAY, W_OK) || mr_stat("rocm_handovers") < 0)
 		NU_SKIP(return, "no %s (CONFIG_MIGRATE_ROCM_DEBUG)", ROCM_DELAY);
-	ASSERT_EQ(0, mr_split(self->buf));
+	p = mr_split_buf(self->from);
+	ASSERT_NE(NULL, p);
 	/* COW-shared with a child, as rocm_anon_in_runs */
-	child_buf = self->buf;
+	child_buf = p;
 	signal(SIGUSR1, child_check);
-	ASSERT_EQ(1, nu_fork_sharers(&kid, 1, child_touch, self->buf));
-	child_touch(self->buf);
+	ASSERT_EQ(1, nu_fork_sharers(&kid, 1, child_touch, p));
+	child_touch(p);
 	ASSERT_EQ(0, nu_write_str(ROCM, "1"));
 	ASSERT_EQ(0, nu_write_str(SYSCTL, "1"));
-	EXPECT_LE(1, mr_contended_move(_metadata, self, self->buf, ROCM_DELAY,
+	EXPECT_LE(1, mr_contended_move(_metadata, self, p, ROCM_DELAY,
 				       "rocm_handovers", MPOL_MF_MOVE_ALL))
 		TH_LOG("no ROCM run gave the lock up");
 	kill(kid, SIGUSR1);
@@ -808,6 +823,7 @@ TEST_F(mr, rocm_runs_hand_the_lock_over)
 	EXPECT_TRUE(WIFEXITED(st) && !WEXITSTATUS(st))
 		TH_LOG("the child's data changed");
 	signal(SIGUSR1, SIG_DFL);
+	munmap(p, (NR + 2) * PAGE);
 }
 
 TEST_HARNESS_MAIN
