@@ -24,6 +24,7 @@
  * CONFIG_KEYS and CONFIG_CRYPTO_AES); SKIPs otherwise.
  */
 #define _GNU_SOURCE
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
@@ -86,9 +87,9 @@ struct ec_auth_tok {
 	struct ec_password password;
 };
 
-_Static_assert(sizeof(struct ec_password) == 112, "ecryptfs password");
-_Static_assert(offsetof(struct ec_auth_tok, password) == 628, "auth_tok");
-_Static_assert(sizeof(struct ec_auth_tok) == 740, "auth_tok size");
+static_assert(sizeof(struct ec_password) == 112, "ecryptfs password");
+static_assert(offsetof(struct ec_auth_tok, password) == 628, "auth_tok");
+static_assert(sizeof(struct ec_auth_tok) == 740, "auth_tok size");
 
 /* Mount eCryptfs over @lower at @upper; -errno, with @why set, if not. */
 static int ecryptfs_mount(const char *lower, const char *upper,
