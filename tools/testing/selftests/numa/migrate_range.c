@@ -155,6 +155,11 @@ FIXTURE_SETUP(mr)
 
 FIXTURE_TEARDOWN(mr)
 {
+	/* the hand-over cases' knobs, should they have failed with them set */
+	if (!access(RANGE_DELAY, W_OK))
+		nu_write_str(RANGE_DELAY, "0");
+	if (!access(ROCM_DELAY, W_OK))
+		nu_write_str(ROCM_DELAY, "0");
 	nu_write_str(SYSCTL, self->range);
 	if (self->order[0])
 		nu_write_str(ORDER, self->order);

@@ -20,6 +20,8 @@
 #include <linux/loop.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/swap.h>
 #include <sys/syscall.h>
@@ -605,11 +607,17 @@ int nu_fork_sharers(pid_t *kids, int n, void (*fn)(void *arg), void *arg)
 	int ready[2], got = 0;
 	char c;
 
+	pid_t parent = getpid();
+
 	if (pipe(ready))
 		return 0;
 	for (int k = 0; k < n; k++) {
 		kids[k] = fork();
 		if (!kids[k]) {
+			/* a test that failed an ASSERT leaves no sharer behind */
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			if (getppid() != parent)
+				_exit(0);
 			fn(arg);
 			if (write(ready[1], "r", 1) != 1)
 				_exit(1);
