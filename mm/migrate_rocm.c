@@ -203,8 +203,18 @@ static bool rocm_batching(void)
 	return READ_ONCE(rocm_batch_break);
 }
 
-/* Moved folios migrate_rocm_debug_moved() saw, and those it faulted. */
+/*
+ * Moved folios migrate_rocm_debug_moved() saw, and those it faulted;
+ * only while check_moved is set (a test sets it: benchmarks of ROCM
+ * would pay for the walk and the shared counters).
+ */
 static atomic_t rocm_moved_checked, rocm_moved_stray;
+static bool rocm_check_moved;
+
+bool migrate_rocm_debug_checking(void)
+{
+	return READ_ONCE(rocm_check_moved);
+}
 
 /*
  * @dst has been live since its switch (mapped, in the page cache if it
@@ -227,6 +237,7 @@ static int __init rocm_debugfs_init(void)
 			   &rocm_delay_us[ROCM_DELAY_COPY]);
 	debugfs_create_u32("switch_delay_us", 0600, dir,
 			   &rocm_delay_us[ROCM_DELAY_SWITCH]);
+	debugfs_create_bool("check_moved", 0600, dir, &rocm_check_moved);
 	debugfs_create_atomic_t("moved_checked", 0400, dir,
 				&rocm_moved_checked);
 	debugfs_create_atomic_t("moved_stray_private", 0400, dir,

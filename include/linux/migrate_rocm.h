@@ -108,9 +108,16 @@ bool rocm_defer_flush(struct mm_struct *mm, pte_t pteval, unsigned long uaddr);
 void rocm_migrate_flags(struct folio *newfolio, struct folio *folio);
 
 #ifdef CONFIG_MIGRATE_ROCM_DEBUG
+/* Look at moved folios (debugfs migrate_rocm/check_moved, 0 at boot)? */
+bool migrate_rocm_debug_checking(void);
 /* a moved, still locked @dst, looked at as a lockless reader would */
 void migrate_rocm_debug_moved(struct folio *dst);
 #else
+static inline bool migrate_rocm_debug_checking(void)
+{
+	return false;
+}
+
 static inline void migrate_rocm_debug_moved(struct folio *dst)
 {
 }

@@ -36,7 +36,8 @@
  *
  * Eligible classes also check what a moved folio looks like while it is
  * live in its mappings (and the page cache) but not yet unlocked: with
- * CONFIG_MIGRATE_ROCM_DEBUG the kernel looks at each one once the
+ * CONFIG_MIGRATE_ROCM_DEBUG (and migrate_rocm/check_moved, set here and
+ * restored at exit) the kernel looks at each one once the
  * batch's switches are flushed and counts those with something in
  * ->private but no PG_private (migrate_rocm/moved_stray_private), which
  * a reader without the folio lock would take for buffer heads.
@@ -67,6 +68,7 @@
 #define WB_SYSCTL	"/proc/sys/vm/dirty_writeback_centisecs"
 #define DBG_CHECKED	"/sys/kernel/debug/migrate_rocm/moved_checked"
 #define DBG_STRAY	"/sys/kernel/debug/migrate_rocm/moved_stray_private"
+#define DBG_CHECK	"/sys/kernel/debug/migrate_rocm/check_moved"
 #define PFN_MASK	((1ULL << 55) - 1)
 #define ROCM_EVENT	"migrate/mm_migrate_rocm"
 #define WAIT_EVENT	"migrate/mm_migration_entry_wait"
@@ -724,10 +726,12 @@ static bool dirty_class(enum cls c)
 #define BALANCING	"/proc/sys/kernel/numa_balancing"
 
 /* Settings this test changes, restored at exit (rocm_ext4.sh: on signals) */
-static char wb_was[32], nb_was[16];
+static char wb_was[32], nb_was[16], ck_was[8];
 
 static void restore_settings(void)
 {
+	if (ck_was[0])
+		nu_write_str(DBG_CHECK, ck_was);
 	if (wb_was[0])
 		nu_write_str(WB_SYSCTL, wb_was);
 	if (nb_was[0])
@@ -1072,6 +1076,9 @@ int main(int argc, char **argv)
 	atexit(restore_settings);
 	if (nu_read_str(BALANCING, nb_was, sizeof(nb_was)) > 0)
 		nu_write_str(BALANCING, "0");
+	/* live_private: the kernel looks at each moved folio */
+	if (nu_read_str(DBG_CHECK, ck_was, sizeof(ck_was)) > 0)
+		nu_write_str(DBG_CHECK, "1");
 	for (int c = 0; c < NR_CLS; c++)
 		n += selected(c) * (cls_info[c].eligible ? 5 : 4);
 	for (int c = 0; c < NR_CLS; c++)
