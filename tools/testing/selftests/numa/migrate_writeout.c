@@ -21,7 +21,10 @@
  * recent writeout is over its background threshold), so the pages are
  * dirty when they move and clean after the move only if writeout()
  * wrote them: both are checked (/proc/kpageflags), or the test would
- * pass without reaching the path.
+ * pass without reaching the path.  The sysctl is written before eCryptfs
+ * is mounted: writing a new non-zero value wakes every flusher that
+ * exists at once (dirty_writeback_centisecs_handler()), and one woken
+ * while the pages are being stored writes some of them back.
  * The second store must dirty the folios again (PG_dirty): writeout()
  * that leaves the PTEs it restores writable lets the store set only the
  * PTE's dirty bit, and fsync() would not write the page.
@@ -223,6 +226,10 @@ static void setup_file(struct __test_metadata *_metadata,
 
 	if (!has_ecryptfs())
 		NU_SKIP(return, "no ecryptfs in /proc/filesystems (CONFIG_ECRYPT_FS)");
+	/* before the mount: its flusher must not be the one this wakes */
+	ASSERT_LT(0, nu_read_str(WB_SYSCTL, self->wb_was,
+				 sizeof(self->wb_was)));
+	ASSERT_EQ(0, nu_write_str(WB_SYSCTL, "360000"));
 	ASSERT_EQ(0, mount("tmpfs", self->lower, "tmpfs", 0, "size=4m"));
 	self->lower_mounted = true;
 	rc = ecryptfs_mount(self->lower, self->upper, &why);
@@ -262,10 +269,6 @@ TEST_F_TIMEOUT(mw, second_store_reaches_the_file, 120)
 	setup_file(_metadata, self);
 	if (_metadata->exit_code == KSFT_SKIP)
 		return;
-	ASSERT_LT(0, nu_read_str(WB_SYSCTL, self->wb_was,
-				 sizeof(self->wb_was)));
-	ASSERT_EQ(0, nu_write_str(WB_SYSCTL, "360000"));
-
 	store(self->p, 1);
 	dirty = nr_dirty(self->p);
 	if (dirty < 0)
