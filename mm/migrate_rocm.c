@@ -29,6 +29,7 @@
 #include <linux/buffer_head.h>
 #include <linux/debugfs.h>
 #include <linux/delay.h>
+#include <linux/fcntl.h>
 #include <linux/fs.h>
 #include <linux/highmem.h>
 #include <linux/jump_label.h>
@@ -74,6 +75,9 @@ static const char * const rocm_reason_names[NR_ROCM_REASONS] = {
 	[ROCM_RACE]		= "race",
 	[ROCM_COPY]		= "copy_failed",
 	[ROCM_FLUSH_PENDING]	= "flush_pending",
+	[ROCM_WRITTEN]		= "written",
+	[ROCM_PIN_SEALED]	= "pin_sealed",
+	[ROCM_DST_HELD]		= "dst_held",
 };
 
 const char *rocm_reason_name(enum rocm_reason reason)
@@ -111,6 +115,9 @@ enum rocm_reason rocm_check_folio(const struct rocm_folio_facts *f)
 	/* shmem has no page_mkwrite: a writable mapping writes in place */
 	if (!f->anon && f->shmem_writable)
 		return ROCM_SHARED_WRITE;
+	/* udmabuf may pin it and write it with neither PTE nor folio lock */
+	if (!f->anon && f->pin_sealed)
+		return ROCM_PIN_SEALED;
 	/* an exclusive anon folio may be reused in place on a write fault */
 	if (f->anon && f->anon_exclusive)
 		return ROCM_EXCLUSIVE;
@@ -210,6 +217,8 @@ static bool rocm_batching(void)
  */
 static atomic_t rocm_moved_checked, rocm_moved_stray;
 static bool rocm_check_moved;
+/* migrate_rocm_unchanged() says yes without looking: a test's broken kernel */
+static bool rocm_skip_compare;
 
 bool migrate_rocm_debug_checking(void)
 {
@@ -238,6 +247,7 @@ static int __init rocm_debugfs_init(void)
 	debugfs_create_u32("switch_delay_us", 0600, dir,
 			   &rocm_delay_us[ROCM_DELAY_SWITCH]);
 	debugfs_create_bool("check_moved", 0600, dir, &rocm_check_moved);
+	debugfs_create_bool("skip_compare", 0600, dir, &rocm_skip_compare);
 	debugfs_create_atomic_t("moved_checked", 0400, dir,
 				&rocm_moved_checked);
 	debugfs_create_atomic_t("moved_stray_private", 0400, dir,
@@ -257,11 +267,21 @@ static void rocm_debug_delay(enum rocm_delay where)
 	if (us)
 		fsleep(us);
 }
+
+static bool rocm_compare_skipped(void)
+{
+	return READ_ONCE(rocm_skip_compare);
+}
 #else
 static inline void rocm_debug_delay(enum rocm_delay where) { }
 static inline bool rocm_batching(void)
 {
 	return true;
+}
+
+static inline bool rocm_compare_skipped(void)
+{
+	return false;
 }
 #endif
 
@@ -281,6 +301,20 @@ static bool rocm_plain_aops(struct address_space *mapping)
 		return true;
 #endif
 	return false;
+}
+
+/*
+ * Seals as udmabuf wants them before it pins a memfd's folios
+ * (memfd_pin_folios()): the file cannot shrink, and writes are not
+ * sealed.  A snapshot: seals added after it are left to the compare
+ * under the freeze (migrate_rocm_unchanged()).
+ */
+static bool rocm_pin_sealed(struct address_space *mapping)
+{
+	unsigned int seals = READ_ONCE(SHMEM_I(mapping->host)->seals);
+
+	return (seals & F_SEAL_SHRINK) &&
+	       !(seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE));
 }
 
 static void rocm_folio_facts(struct folio *src, struct rocm_folio_facts *f)
@@ -307,6 +341,8 @@ static void rocm_folio_facts(struct folio *src, struct rocm_folio_facts *f)
 		f->dirty = f->dirty && mapping_can_writeback(src->mapping);
 		f->shmem_writable = shmem_mapping(src->mapping) &&
 				    mapping_writably_mapped(src->mapping);
+		f->pin_sealed = shmem_mapping(src->mapping) &&
+				rocm_pin_sealed(src->mapping);
 	}
 }
 
@@ -663,12 +699,23 @@ static void rocm_prepare(struct folio *src, struct folio *dst)
 /*
  * Put every PTE back on @src, flushing each (@dst may be freed before
  * the batch flushes), and take back what rocm_prepare() gave @dst, which
- * the classic path reuses or frees.  Both hold the same data and nobody
- * wrote either.  Others may have seen @dst (a thread waiting for its
- * lock sets PG_waiters), so its flags change atomically; PG_swapbacked
- * stays, as the classic path would set it again, non-atomically.
+ * the classic path reuses or frees.  Both hold the same data, unless a
+ * writer with no PTE changed @src (ROCM_WRITTEN); nobody wrote @dst.
+ * Others may have seen @dst (a thread waiting for its lock sets
+ * PG_waiters), so its flags change atomically; PG_swapbacked stays, as
+ * the classic path would set it again, non-atomically.
+ *
+ * False when @dst must go to neither the classic path nor put_new_folio:
+ * still mapped, or held by a reader that took it through a switched PTE
+ * (GUP, a long-term read pin included).  The classic path would copy
+ * into a folio others use and charge it again; the reader would be left
+ * with an uncharged folio that no index reaches.  Such a @dst keeps its
+ * memcg charge, which its last put drops, and the reader keeps a copy
+ * of what @src held at the copy, which later writes to the file or the
+ * anon page no longer reach (as for a pinned page-cache folio that is
+ * truncated).  @src does not move this time (-EBUSY).
  */
-static void rocm_undo(struct folio *src, struct folio *dst)
+static bool rocm_undo(struct folio *src, struct folio *dst)
 {
 	struct rocm_walk undo = {
 		.from = dst, .to = src, .inplace = ROCM_INPLACE,
@@ -683,25 +730,82 @@ static void rocm_undo(struct folio *src, struct folio *dst)
 	 * must not get a mapped @dst; there is no safe way on from here.
 	 */
 	if (WARN_ON_ONCE(folio_mapped(dst)))
-		return;
-	mem_cgroup_uncharge(dst);
+		return false;
+	/*
+	 * The PTEs put back before the count: GUP-fast took its reference
+	 * before it read the PTE again (as for @src in rocm_finish()).  The
+	 * allocation's reference is the only one expected.
+	 */
+	smp_mb();
 	dst->mapping = NULL;
+	if (folio_ref_count(dst) != 1)
+		return false;
+	mem_cgroup_uncharge(dst);
 	folio_clear_uptodate(dst);
+	return true;
 }
 
 /*
- * @src is unmapped: may it go, with no reference nobody explains?  Page
- * cache moves its entry to @dst under a frozen count.  Anon needs only
- * the count: @dst already has what folio_migrate_mapping() would give
- * it, and that would set PG_swapbacked non-atomically on a folio that
- * is already mapped.
+ * Under @src's frozen count (folio_migrate_mapping_copied()): was @src
+ * written since the copy?  memfd_pin_folios() (udmabuf) pins a memfd's
+ * folios straight from the page cache, and the pin's owner writes them
+ * through its own mappings or DMA, with neither a PTE nor the folio
+ * lock.  A pin taken after the check and dropped before the freeze
+ * leaves no reference to find, but its writes after the copy would be
+ * lost with @src; one after the freeze cannot come (no new reference).
+ *
+ * Only a memfd sealed as udmabuf wants can have been pinned so, and the
+ * check refused those (rocm_pin_sealed()): the compare runs only for
+ * seals added since, a rare case.  Seals are never removed; udmabuf
+ * reads them under the inode lock before it pins, and the pin's put is
+ * fully ordered, as is the freeze that reads the count after it, so a
+ * seal its pinner saw is seen here.  Other page cache is written under
+ * the folio lock, which ROCM holds.  Interrupts are off: order 0 only.
  */
-static bool rocm_migrate_mapping(struct address_space *mapping,
-				 struct folio *dst, struct folio *src)
+bool migrate_rocm_unchanged(struct folio *dst, struct folio *src)
+{
+	size_t off;
+	bool same = true;
+
+	if (!shmem_mapping(src->mapping) || !rocm_pin_sealed(src->mapping) ||
+	    rocm_compare_skipped())
+		return true;
+	VM_WARN_ON_ONCE_FOLIO(folio_test_large(src), src);
+	for (off = 0; same && off < folio_size(src); off += PAGE_SIZE) {
+		void *a = kmap_local_folio(src, off);
+		void *b = kmap_local_folio(dst, off);
+
+		same = !memcmp(a, b, PAGE_SIZE);
+		kunmap_local(b);
+		kunmap_local(a);
+	}
+	return same;
+}
+
+/*
+ * @src is unmapped: may it go, with no reference nobody explains and,
+ * for page cache, nothing written since the copy?  Page cache moves its
+ * entry to @dst under a frozen count.  Anon needs only the count: @dst
+ * already has what folio_migrate_mapping() would give it, and that would
+ * set PG_swapbacked non-atomically on a folio that is already mapped.
+ * Nothing writes anon memory without a PTE: a write pin needs a writable
+ * PTE, and ROCM's anon folios are shared copy-on-write.
+ */
+static enum rocm_reason rocm_migrate_mapping(struct address_space *mapping,
+					     struct folio *dst,
+					     struct folio *src)
 {
 	if (!mapping)
-		return folio_ref_count(src) == folio_expected_ref_count(src) + 1;
-	return folio_migrate_mapping(mapping, dst, src, 0) == MIGRATEPAGE_SUCCESS;
+		return folio_ref_count(src) == folio_expected_ref_count(src) + 1 ?
+		       ROCM_OK : ROCM_RACE;
+	switch (folio_migrate_mapping_copied(mapping, dst, src)) {
+	case MIGRATEPAGE_SUCCESS:
+		return ROCM_OK;
+	case -ESTALE:
+		return ROCM_WRITTEN;
+	default:
+		return ROCM_RACE;
+	}
 }
 
 /* Copy @src to @dst, timed as COPY; false if the copy failed. */
@@ -718,21 +822,24 @@ static bool rocm_copy(struct folio *src, struct folio *dst)
 /*
  * After the switch walk (and a full barrier): did every mapping of @src
  * move to @dst, with nothing unexplained holding @src?  Then finish the
- * move; else put everything back and leave @src to the classic path.
- * @why is what the walk found.
+ * move; else put everything back and leave @src to the classic path, or
+ * set *@dst_lost when rocm_undo() found @dst unusable.  @why is what the
+ * walk found.
  */
 static bool rocm_finish(struct folio *src, struct folio *dst,
-			enum rocm_reason why)
+			enum rocm_reason why, bool *dst_lost)
 {
 	struct address_space *mapping = folio_mapping(src);
 
 	if (why == ROCM_OK && folio_mapped(src))
 		why = ROCM_CHANGED;
-	if (why == ROCM_OK && !rocm_migrate_mapping(mapping, dst, src))
-		why = ROCM_RACE;
+	if (why == ROCM_OK)
+		why = rocm_migrate_mapping(mapping, dst, src);
 	if (why != ROCM_OK) {
-		rocm_undo(src, dst);
+		*dst_lost = !rocm_undo(src, dst);
 		rocm_fallback(src, why);
+		if (*dst_lost)
+			trace_mm_migrate_rocm(folio_pfn(src), ROCM_DST_HELD);
 		return false;
 	}
 
@@ -746,7 +853,8 @@ static bool rocm_finish(struct folio *src, struct folio *dst,
 	 */
 	mem_cgroup_uncharge(src);
 
-	if (IS_ENABLED(CONFIG_DEBUG_VM)) {
+	/* what the compare says for page cache, for anon too (DEBUG_VM) */
+	if (IS_ENABLED(CONFIG_DEBUG_VM) && !rocm_compare_skipped()) {
 		void *a = kmap_local_folio(src, 0);
 		void *b = kmap_local_folio(dst, 0);
 
@@ -765,9 +873,10 @@ static bool rocm_finish(struct folio *src, struct folio *dst,
  * @dst and @src only waits to be freed; the switched PTEs' old
  * translations are then queued on the batch, which must flush before
  * either folio is unlocked.  False when nothing changed and the classic
- * path must unmap @src.  Both folios are locked.
+ * path must unmap @src, or, with *@dst_lost set, must leave @src and
+ * drop @dst (rocm_undo()).  Both folios are locked.
  */
-bool migrate_rocm_move(struct folio *src, struct folio *dst)
+bool migrate_rocm_move(struct folio *src, struct folio *dst, bool *dst_lost)
 {
 	struct rocm_walk w = {
 		.from = src, .to = dst, .check = true,
@@ -786,7 +895,7 @@ bool migrate_rocm_move(struct folio *src, struct folio *dst)
 	rocm_walk(&w, rocm_switch_one);
 	/* the switched PTEs before the reference count (GUP-fast rechecks) */
 	smp_mb();
-	if (!rocm_finish(src, dst, w.why))
+	if (!rocm_finish(src, dst, w.why, dst_lost))
 		return false;
 	migrate_stage_end(MIGRATE_STAGE_REMAP, t);
 	return true;
@@ -1084,7 +1193,7 @@ static void rocm_run_switch(struct rocm_run *r, struct folio *last)
 
 u64 migrate_rocm_move_run(struct folio *src, struct folio *dst,
 			  unsigned int nr, struct migrate_stage_ctx *ctx,
-			  unsigned int idx)
+			  unsigned int idx, u64 *lost)
 {
 	struct rocm_run r = {
 		.walk = { .src = src, .dst = dst, .nr = nr,
@@ -1119,10 +1228,14 @@ u64 migrate_rocm_move_run(struct folio *src, struct folio *dst,
 	/* the switched PTEs before the reference count (GUP-fast rechecks) */
 	smp_mb();
 	for (i = 0, s = src, d = dst; i < nr; i++) {
+		bool dst_lost = false;
+
 		if (r.why[i] == ROCM_COPY)
 			rocm_fallback(s, ROCM_COPY);
-		else if (rocm_finish(s, d, r.why[i]))
+		else if (rocm_finish(s, d, r.why[i], &dst_lost))
 			moved |= BIT_ULL(i);
+		if (dst_lost)
+			*lost |= BIT_ULL(i);
 		s = list_next_entry(s, lru);
 		d = list_next_entry(d, lru);
 	}

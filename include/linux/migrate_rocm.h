@@ -45,6 +45,9 @@ enum rocm_reason {
 	ROCM_RACE,		/* a reference appeared during the switch */
 	ROCM_COPY,		/* the copy hit a memory error */
 	ROCM_FLUSH_PENDING,	/* the mm has a TLB flush pending */
+	ROCM_WRITTEN,		/* written after the copy, through no PTE */
+	ROCM_PIN_SEALED,	/* shmem sealed for udmabuf: pins need no PTE */
+	ROCM_DST_HELD,		/* after an undo: the copy is held, not reused */
 	NR_ROCM_REASONS
 };
 
@@ -63,6 +66,7 @@ struct rocm_folio_facts {
 	bool plain_aops;	/* page cache whose migrate_folio copies data only */
 	bool anon_exclusive;	/* PageAnonExclusive() */
 	bool shmem_writable;	/* shmem that some mapping may write */
+	bool pin_sealed;	/* shmem that udmabuf may pin (its seals) */
 	int ref_count;		/* folio_ref_count() */
 	int expected_refs;	/* folio_expected_ref_count() + the isolation ref */
 };
@@ -90,22 +94,34 @@ const char *rocm_reason_name(enum rocm_reason reason);
 DECLARE_STATIC_KEY_FALSE(migrate_rocm_key);
 
 bool __migrate_rocm_check(struct folio *src);
-bool migrate_rocm_move(struct folio *src, struct folio *dst);
+/* *@dst_lost: ROCM undid the move, and @dst must be dropped, not reused */
+bool migrate_rocm_move(struct folio *src, struct folio *dst, bool *dst_lost);
 struct migrate_stage_ctx;
 /*
  * migrate_rocm_move() for a run of @nr folios from @src on (the batch's
  * @idx-th first), with their destinations from @dst on: one rmap walk
- * for the run.  Returns a mask of the folios that moved.
+ * for the run.  Returns a mask of the folios that moved; sets in *@lost
+ * the bits of those whose @dst must be dropped.
  */
 u64 migrate_rocm_move_run(struct folio *src, struct folio *dst,
 			  unsigned int nr, struct migrate_stage_ctx *ctx,
-			  unsigned int idx);
+			  unsigned int idx, u64 *lost);
 
 struct mm_struct;
 /* mm/rmap.c: add a PTE's old translation to the batched flush */
 bool rocm_defer_flush(struct mm_struct *mm, pte_t pteval, unsigned long uaddr);
 /* mm/migrate.c: folio_migrate_flags() without the memcg transfer */
 void rocm_migrate_flags(struct folio *newfolio, struct folio *folio);
+struct address_space;
+/*
+ * mm/migrate.c: folio_migrate_mapping() for a @newfolio copied from
+ * @folio before the freeze; -ESTALE when, under the freeze, @folio no
+ * longer holds what @newfolio does.
+ */
+int folio_migrate_mapping_copied(struct address_space *mapping,
+				 struct folio *newfolio, struct folio *folio);
+/* Does @dst still hold what @src does?  Called with @src frozen. */
+bool migrate_rocm_unchanged(struct folio *dst, struct folio *src);
 
 #ifdef CONFIG_MIGRATE_ROCM_DEBUG
 /* Look at moved folios (debugfs migrate_rocm/check_moved, 0 at boot)? */
@@ -141,9 +157,15 @@ static inline bool migrate_rocm_check(struct folio *src)
 	return false;
 }
 
-static inline bool migrate_rocm_move(struct folio *src, struct folio *dst)
+static inline bool migrate_rocm_move(struct folio *src, struct folio *dst,
+				     bool *dst_lost)
 {
 	return false;
+}
+
+static inline bool migrate_rocm_unchanged(struct folio *dst, struct folio *src)
+{
+	return true;
 }
 #endif
 

@@ -86,6 +86,12 @@ static void rf_shmem_writable(struct rocm_folio_facts *f)
 	f->shmem_writable = true;
 }
 
+/* a memfd sealed as udmabuf wants it */
+static void rf_pin_sealed(struct rocm_folio_facts *f)
+{
+	f->pin_sealed = true;
+}
+
 static void rf_swapcache(struct rocm_folio_facts *f)
 {
 	f->swapcache = true;
@@ -136,6 +142,7 @@ static const struct rocm_folio_case rocm_folio_cases[] = {
 	/* exclusivity only matters for anon */
 	{ "anon exclusive",	rf_exclusive,	ROCM_OK,	ROCM_EXCLUSIVE },
 	{ "shmem writably mapped", rf_shmem_writable, ROCM_SHARED_WRITE, ROCM_OK },
+	{ "shmem sealed for udmabuf", rf_pin_sealed, ROCM_PIN_SEALED, ROCM_OK },
 };
 
 static void rocm_test_folio_rules(struct kunit *test)

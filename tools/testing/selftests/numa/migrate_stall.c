@@ -32,7 +32,10 @@
  * array by default), --knob range vm.migrate_range_unmap (move_pages(2)
  * of a range by default), --knob rocm_batch ROCM's batched break of a
  * run's PTEs on arm64 (debugfs migrate_rocm/batch_break; the caller turns
- * vm.migrate_rocm and vm.migrate_range_unmap on).
+ * vm.migrate_rocm and vm.migrate_range_unmap on), --knob rocm_compare
+ * ROCM's compare of page cache under the freeze (off: debugfs
+ * migrate_rocm/skip_compare set, restored to 0 at the end; the caller
+ * turns vm.migrate_rocm on).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -60,6 +63,7 @@
 #define ORDER_SYSCTL	"/proc/sys/vm/migrate_address_order"
 #define RANGE_SYSCTL	"/proc/sys/vm/migrate_range_unmap"
 #define BATCH_KNOB	"/sys/kernel/debug/migrate_rocm/batch_break"
+#define COMPARE_KNOB	"/sys/kernel/debug/migrate_rocm/skip_compare"
 #define CHUNK		64		/* pages between progress stamps */
 #define MAX_WORKERS	16
 #define MAX_CALLS	4096
@@ -348,7 +352,8 @@ static const char * const stage_cols[] = {
  * (both halves identical: plain rates, for comparing kernels).
  */
 static enum {
-	KNOB_STAGES, KNOB_ROCM, KNOB_ORDER, KNOB_RANGE, KNOB_BATCH, KNOB_NONE
+	KNOB_STAGES, KNOB_ROCM, KNOB_ORDER, KNOB_RANGE, KNOB_BATCH, KNOB_COMPARE,
+	KNOB_NONE
 } knob_kind;
 
 /* A sysctl feature switch, compared with the stage breakdown on. */
@@ -360,6 +365,8 @@ static const char *knob_sysctl(void)
 		return RANGE_SYSCTL;
 	if (knob_kind == KNOB_BATCH)
 		return BATCH_KNOB;
+	if (knob_kind == KNOB_COMPARE)
+		return COMPARE_KNOB;
 	return knob_kind == KNOB_ORDER ? ORDER_SYSCTL : NULL;
 }
 
@@ -367,7 +374,8 @@ static const char *knob_name(void)
 {
 	return knob_kind == KNOB_ROCM ? "rocm" :
 	       knob_kind == KNOB_RANGE ? "range" :
-	       knob_kind == KNOB_BATCH ? "rocm_batch" : "order";
+	       knob_kind == KNOB_BATCH ? "rocm_batch" :
+	       knob_kind == KNOB_COMPARE ? "rocm_compare" : "order";
 }
 
 /* Cumulative count and ns of each stage_cols row; false if unreadable. */
@@ -561,11 +569,12 @@ static char *make_buffer(const struct variant *v, size_t bytes, char *why,
 	return buf;
 }
 
-/* Switch what the bench compares. */
+/* Switch what the bench compares (skip_compare says "off" with 1). */
 static void knob_set(bool on)
 {
 	if (knob_sysctl())
-		nu_write_str(knob_sysctl(), on ? "1" : "0");
+		nu_write_str(knob_sysctl(),
+			     on != (knob_kind == KNOB_COMPARE) ? "1" : "0");
 	else if (knob_kind == KNOB_STAGES && have_stages)
 		nu_write_str(STAGES_FILE, on ? "1" : "0");
 }
@@ -690,6 +699,9 @@ static void run_variant(const struct variant *v, const struct load *ld,
 		stages_cmd("sample 1");
 		stages_cmd("1");
 	}
+	/* the first calls are off: the compare's knob is not, at boot */
+	if (knob_kind == KNOB_COMPARE)
+		knob_set(false);
 	ipi0 = tlb_ipis();
 	last_chunks = 0;
 	for (int w = 0; w < nw; w++)
@@ -775,9 +787,9 @@ static void run_variant(const struct variant *v, const struct load *ld,
 		munmap(bybuf, 1 << 20);
 	}
 	o->ipis = ipi0 >= 0 ? tlb_ipis() - ipi0 : -1;
-	/* leave the feature off, as the other variants expect */
+	/* leave the feature off, as the other variants expect: the compare on */
 	if (knob_sysctl())
-		knob_set(false);
+		knob_set(knob_kind == KNOB_COMPARE);
 	if (mode != KNOB_OFF && have_stages && knob_kind != KNOB_NONE) {
 		nu_read_all(STAGES_FILE, o->stages, sizeof(o->stages));
 		stages_cmd("0");
@@ -1068,7 +1080,8 @@ static void run_bench(void)
 	FILE *csv = opt.csv ? fopen(opt.csv, "w") : NULL;
 	FILE *sum = NULL;
 	const struct variant *v = NULL;
-	const char *def = knob_kind == KNOB_ROCM || knob_kind == KNOB_BATCH ?
+	const char *def = knob_kind == KNOB_ROCM || knob_kind == KNOB_BATCH ||
+			  knob_kind == KNOB_COMPARE ?
 			  "file_ro_tmpfs" :
 			  knob_kind == KNOB_ORDER ? "move_pages_shuf" : "move_pages_4k";
 	char path[512];
@@ -1158,7 +1171,7 @@ static void usage(const char *prog)
 	printf("Usage: %s [-b MiB] [-B sec] [-s sec] [-w workers] [-v variant]\n"
 	       "          [-o hist.csv] [--force]\n"
 	       "       %s --bench [-r rounds] [-S sec] [-M MiB] [-v variant] [-o csv]\n"
-	       "          [--loads idle,read,rw,rw_hog] [--knob stages|rocm|order|range|rocm_batch|none]\n"
+	       "          [--loads idle,read,rw,rw_hog] [--knob stages|rocm|order|range|rocm_batch|rocm_compare|none]\n"
 	       "  variants: move_pages_4k move_pages_thp mbind_4k migrate_pages_4k\n"
 	       "            file_ro_tmpfs file_ro_ext4 (needs --ext4-dir) shared_fork move_pages_shuf\n",
 	       prog, prog);
@@ -1227,6 +1240,8 @@ static void parse_args(int argc, char **argv)
 				knob_kind = KNOB_RANGE;
 			} else if (!strcmp(optarg, "rocm_batch")) {
 				knob_kind = KNOB_BATCH;
+			} else if (!strcmp(optarg, "rocm_compare")) {
+				knob_kind = KNOB_COMPARE;
 			} else if (!strcmp(optarg, "none")) {
 				knob_kind = KNOB_NONE;
 			} else if (strcmp(optarg, "stages")) {

@@ -550,11 +550,13 @@ static const char * const why_names[] = {
 	"ok", "off", "large", "not_lru", "hugetlb", "writeback", "dirty", "pinned",
 	"refs", "swapcache", "mlocked", "private", "mapping", "anon_exclusive",
 	"pte_write", "pte_dirty", "shared_writable", "pmd", "changed", "race",
-	"copy_failed", "flush_pending",
+	"copy_failed", "flush_pending", "written", "pin_sealed", "dst_held",
 };
 
 #define NR_WHYS	ARRAY_SIZE(why_names)
 #define WHY_OK	0
+/* not an attempt: a second line for an undo whose copy someone holds */
+#define WHY_DST_HELD	(NR_WHYS - 1)
 /* nu_event slots after the reasons': every ROCM attempt, readers' sleeps */
 #define EV_ALL	NR_WHYS
 #define EV_WAIT	(NR_WHYS + 1)
@@ -629,7 +631,7 @@ static void tally(const struct nu_event *ev, int n, struct run *r)
 
 	r->success = ev[WHY_OK].count;
 	/* every attempt that was not "ok", whatever its reason's name */
-	r->fallback = ev[EV_ALL].count - r->success;
+	r->fallback = ev[EV_ALL].count - r->success - ev[WHY_DST_HELD].count;
 	for (size_t i = WHY_OK + 1; i < NR_WHYS && len < sizeof(r->whys) - 32; i++)
 		if (ev[i].count)
 			len += snprintf(r->whys + len, sizeof(r->whys) - len,
