@@ -304,17 +304,24 @@ static bool rocm_plain_aops(struct address_space *mapping)
 }
 
 /*
- * Seals as udmabuf wants them before it pins a memfd's folios
- * (memfd_pin_folios()): the file cannot shrink, and writes are not
- * sealed.  A snapshot: seals added after it are left to the compare
- * under the freeze (migrate_rocm_unchanged()).
+ * May a memfd with @seals have been pinned by udmabuf (memfd_pin_folios())?
+ * udmabuf pins only a file that cannot shrink and whose writes are not
+ * sealed.  F_SEAL_FUTURE_WRITE does not count: a udmabuf made before it
+ * was added goes on writing.  F_SEAL_WRITE does, and cannot be added
+ * while ROCM moves a folio of the file: memfd_wait_for_pins() takes the
+ * isolation reference for a pin and fails.  So once true during a move,
+ * this stays true until its end.
  */
+bool rocm_seals_pinnable(unsigned int seals)
+{
+	return (seals & F_SEAL_SHRINK) && !(seals & F_SEAL_WRITE);
+}
+
+/* shmem whose seals allow a udmabuf pin (read once, a snapshot). */
 static bool rocm_pin_sealed(struct address_space *mapping)
 {
-	unsigned int seals = READ_ONCE(SHMEM_I(mapping->host)->seals);
-
-	return (seals & F_SEAL_SHRINK) &&
-	       !(seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE));
+	return shmem_mapping(mapping) &&
+	       rocm_seals_pinnable(READ_ONCE(SHMEM_I(mapping->host)->seals));
 }
 
 static void rocm_folio_facts(struct folio *src, struct rocm_folio_facts *f)
@@ -341,8 +348,7 @@ static void rocm_folio_facts(struct folio *src, struct rocm_folio_facts *f)
 		f->dirty = f->dirty && mapping_can_writeback(src->mapping);
 		f->shmem_writable = shmem_mapping(src->mapping) &&
 				    mapping_writably_mapped(src->mapping);
-		f->pin_sealed = shmem_mapping(src->mapping) &&
-				rocm_pin_sealed(src->mapping);
+		f->pin_sealed = rocm_pin_sealed(src->mapping);
 	}
 }
 
@@ -756,10 +762,11 @@ static bool rocm_undo(struct folio *src, struct folio *dst)
  *
  * Only a memfd sealed as udmabuf wants can have been pinned so, and the
  * check refused those (rocm_pin_sealed()): the compare runs only for
- * seals added since, a rare case.  Seals are never removed; udmabuf
- * reads them under the inode lock before it pins, and the pin's put is
- * fully ordered, as is the freeze that reads the count after it, so a
- * seal its pinner saw is seen here.  Other page cache is written under
+ * seals added since, a rare case.  rocm_seals_pinnable() stays true
+ * through the move once true; udmabuf reads the seals under the inode
+ * lock before it pins, and the pin's put is fully ordered, as is the
+ * freeze that reads the count after it, so seals its pinner saw are
+ * seen here.  Other page cache is written under
  * the folio lock, which ROCM holds.  Interrupts are off: order 0 only.
  */
 bool migrate_rocm_unchanged(struct folio *dst, struct folio *src)
@@ -767,8 +774,7 @@ bool migrate_rocm_unchanged(struct folio *dst, struct folio *src)
 	size_t off;
 	bool same = true;
 
-	if (!shmem_mapping(src->mapping) || !rocm_pin_sealed(src->mapping) ||
-	    rocm_compare_skipped())
+	if (!rocm_pin_sealed(src->mapping) || rocm_compare_skipped())
 		return true;
 	VM_WARN_ON_ONCE_FOLIO(folio_test_large(src), src);
 	for (off = 0; same && off < folio_size(src); off += PAGE_SIZE) {
@@ -830,6 +836,8 @@ static bool rocm_finish(struct folio *src, struct folio *dst,
 			enum rocm_reason why, bool *dst_lost)
 {
 	struct address_space *mapping = folio_mapping(src);
+	/* migrate_rocm_unchanged() is for these: skip_compare breaks both */
+	bool compared = mapping && rocm_pin_sealed(mapping);
 
 	if (why == ROCM_OK && folio_mapped(src))
 		why = ROCM_CHANGED;
@@ -853,8 +861,9 @@ static bool rocm_finish(struct folio *src, struct folio *dst,
 	 */
 	mem_cgroup_uncharge(src);
 
-	/* what the compare says for page cache, for anon too (DEBUG_VM) */
-	if (IS_ENABLED(CONFIG_DEBUG_VM) && !rocm_compare_skipped()) {
+	/* what the compare says, for every folio (DEBUG_VM) */
+	if (IS_ENABLED(CONFIG_DEBUG_VM) &&
+	    !(compared && rocm_compare_skipped())) {
 		void *a = kmap_local_folio(src, 0);
 		void *b = kmap_local_folio(dst, 0);
 

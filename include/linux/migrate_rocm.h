@@ -85,6 +85,8 @@ struct rocm_pte_facts {
 };
 
 enum rocm_reason rocm_check_folio(const struct rocm_folio_facts *f);
+/* Could memfd seals @seals let udmabuf pin the file's folios? */
+bool rocm_seals_pinnable(unsigned int seals);
 enum rocm_reason rocm_check_pte(const struct rocm_pte_facts *p);
 const char *rocm_reason_name(enum rocm_reason reason);
 

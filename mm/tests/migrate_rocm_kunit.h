@@ -554,6 +554,30 @@ static void rocm_test_facts_shmem(struct kunit *test)
 	rocm_test_pte(test, folio, addr, ROCM_SHARED_WRITE);
 }
 
+/* The seals udmabuf pins under, and those that stop it. */
+static void rocm_test_seals(struct kunit *test)
+{
+	static const struct {
+		unsigned int seals;
+		bool pinnable;
+	} c[] = {
+		{ 0, false },
+		{ F_SEAL_SEAL, false },		/* a plain tmpfs file */
+		{ F_SEAL_SHRINK, true },
+		{ F_SEAL_SHRINK | F_SEAL_GROW, true },
+		{ F_SEAL_SHRINK | F_SEAL_SEAL, true },
+		/* a udmabuf made before the seal goes on writing */
+		{ F_SEAL_SHRINK | F_SEAL_FUTURE_WRITE, true },
+		{ F_SEAL_SHRINK | F_SEAL_WRITE, false },
+		{ F_SEAL_WRITE | F_SEAL_GROW, false },
+	};
+
+	for (int i = 0; i < ARRAY_SIZE(c); i++)
+		KUNIT_EXPECT_EQ_MSG(test, c[i].pinnable,
+				    rocm_seals_pinnable(c[i].seals),
+				    "seals %#x", c[i].seals);
+}
+
 /* Every reason has a name, and out-of-range values do not crash. */
 static void rocm_test_reason_names(struct kunit *test)
 {
@@ -565,6 +589,7 @@ static void rocm_test_reason_names(struct kunit *test)
 }
 
 static struct kunit_case rocm_test_cases[] = {
+	KUNIT_CASE(rocm_test_seals),
 	KUNIT_CASE(rocm_test_folio_rules),
 	KUNIT_CASE(rocm_test_pte_rules),
 	KUNIT_CASE(rocm_test_make_pte),

@@ -311,35 +311,6 @@ static long move_buffer(const struct variant *v, char *buf, size_t pages,
 	return on;
 }
 
-static long long tlb_ipis(void)
-{
-	char line[4096];
-	long long total = 0;
-	FILE *f = fopen("/proc/interrupts", "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		char *p = line;
-
-		while (*p == ' ')
-			p++;
-		if (strncmp(p, "TLB:", 4))
-			continue;
-		for (p += 4; *p;) {
-			char *end;
-			long long v = strtoll(p, &end, 10);
-
-			if (end == p)
-				break;
-			total += v;
-			p = end;
-		}
-	}
-	fclose(f);
-	return total;
-}
-
 /* The debugfs stage rows the bench splits by off/on call. */
 static const char * const stage_cols[] = {
 	"alloc", "unmap", "flush", "copy", "mapping", "remap", "window", "fault_wait",
@@ -702,7 +673,7 @@ static void run_variant(const struct variant *v, const struct load *ld,
 	/* the first calls are off: the compare's knob is not, at boot */
 	if (knob_kind == KNOB_COMPARE)
 		knob_set(false);
-	ipi0 = tlb_ipis();
+	ipi0 = nu_tlb_shootdowns();
 	last_chunks = 0;
 	for (int w = 0; w < nw; w++)
 		last_chunks += st[w].chunks;
@@ -786,7 +757,7 @@ static void run_variant(const struct variant *v, const struct load *ld,
 		nu_hist_merge(&o->b1, &by->gaps[PH_ON]);
 		munmap(bybuf, 1 << 20);
 	}
-	o->ipis = ipi0 >= 0 ? tlb_ipis() - ipi0 : -1;
+	o->ipis = ipi0 >= 0 ? nu_tlb_shootdowns() - ipi0 : -1;
 	/* leave the feature off, as the other variants expect: the compare on */
 	if (knob_sysctl())
 		knob_set(knob_kind == KNOB_COMPARE);
@@ -830,7 +801,8 @@ static void print_outcome(const char *name, struct outcome *o)
 	ksft_print_msg(FMT_STALL2, name, nu_hist_pct(&o->b0, 99.9) / 1e3,
 		       nu_hist_pct(&o->b1, 99.9) / 1e3, o->seconds ? mb / o->seconds : 0,
 		       o->work0 > 0 ? o->work1 / o->work0 : 0, o->ipis,
-		       o->calls ? (double)o->ipis / o->calls : 0, o->max_silence * 1e3);
+		       o->calls && o->ipis > 0 ? (double)o->ipis / o->calls : 0,
+		       o->max_silence * 1e3);
 	if (o->stages[0]) {
 		for (char *l = strtok(o->stages, "\n"); l; l = strtok(NULL, "\n"))
 			ksft_print_msg("stages %s: %s\n", name, l);

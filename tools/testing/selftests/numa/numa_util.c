@@ -430,6 +430,35 @@ int nu_read_cpu_times(unsigned long long *busy, unsigned long long *total)
 	return 0;
 }
 
+long long nu_tlb_shootdowns(void)
+{
+	char line[4096];
+	long long total = -1;
+	FILE *f = fopen("/proc/interrupts", "r");
+
+	while (f && fgets(line, sizeof(line), f)) {
+		char *p = line;
+
+		while (*p == ' ')
+			p++;
+		if (strncmp(p, "TLB:", 4))
+			continue;
+		total = 0;
+		for (p += 4; *p;) {
+			char *end;
+			long long v = strtoll(p, &end, 10);
+
+			if (end == p)
+				break;
+			total += v;
+			p = end;
+		}
+	}
+	if (f)
+		fclose(f);
+	return total;
+}
+
 /* Share of all CPUs' time that was busy over the next @ms milliseconds. */
 double nu_busy_fraction(unsigned int ms)
 {

@@ -231,6 +231,8 @@ pid_t nu_fork_reader(const char *buf, unsigned long len, int cpu, int ready,
 bool nu_in_vm(void);
 int nu_read_cpu_times(unsigned long long *busy, unsigned long long *total);
 double nu_busy_fraction(unsigned int ms);
+/* TLB shootdown IPIs all CPUs took so far (x86 /proc/interrupts); -1: none. */
+long long nu_tlb_shootdowns(void);
 double nu_now(void);
 
 /* Log2 histogram of durations in ns: bucket b holds [2^(b-1), 2^b). */
