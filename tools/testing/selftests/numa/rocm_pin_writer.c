@@ -64,7 +64,6 @@
 #define WAIT_S		10
 #define TRIES		3
 #define PFN_MASK	((1ULL << 55) - 1)
-#define PM_PRESENT	(1ULL << 63)
 #define VAL(n, i)	(0x7077000000000000ULL | (uint64_t)(n) << 32 | (i))
 
 /* The knobs a test changes, restored by the teardown. */
@@ -181,7 +180,7 @@ static uint64_t pfn_of(const char *p)
 		e = 0;
 	if (fd >= 0)
 		close(fd);
-	return e & PM_PRESENT ? e & PFN_MASK : 0;
+	return e >> 63 ? e & PFN_MASK : 0;	/* bit 63: present */
 }
 
 /* The 64-bit word of /proc/@file (kpageflags, kpagecgroup) for @pfn. */
