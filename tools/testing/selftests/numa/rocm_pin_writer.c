@@ -476,6 +476,19 @@ static int control_loses(struct __test_metadata *_metadata,
 	return stale > 0;
 }
 
+/* write_tries() in mode @m, skipping when no attempt reached the window. */
+static void write_case(struct __test_metadata *_metadata,
+		       FIXTURE_DATA(pw) *self, const struct wmode *m, bool all)
+{
+	int rc = write_tries(_metadata, self, m, all);
+
+	if (rc < 0)
+		NU_SKIP(return, "the test could not run (see above)");
+	if (!rc)
+		NU_SKIP(return, "the write never landed between ROCM's copy and its freeze (%d tries)",
+			TRIES);
+}
+
 TEST_F_TIMEOUT(pw, write_through_pin_survives, 120)
 {
 	static const struct wmode test = { .name = "test" };
@@ -488,12 +501,7 @@ TEST_F_TIMEOUT(pw, write_through_pin_survives, 120)
 	if (!rc)
 		NU_SKIP(return, "the control never lost a write (%d tries): the writes missed the window",
 			TRIES);
-	rc = write_tries(_metadata, self, &test, false);
-	if (rc < 0)
-		NU_SKIP(return, "the test could not run (see above)");
-	if (!rc)
-		NU_SKIP(return, "the write never landed between ROCM's copy and its freeze (%d tries)",
-			TRIES);
+	write_case(_metadata, self, &test, false);
 }
 
 /*
@@ -503,15 +511,9 @@ TEST_F_TIMEOUT(pw, write_through_pin_survives, 120)
 TEST_F_TIMEOUT(pw, future_write_seal_after_pin, 120)
 {
 	static const struct wmode future = { .name = "future", .future = true };
-	int rc;
 
 	ASSERT_EQ(0, nu_write_str(knob_path[K_COPY], DELAY_US));
-	rc = write_tries(_metadata, self, &future, false);
-	if (rc < 0)
-		NU_SKIP(return, "the test could not run (see above)");
-	if (!rc)
-		NU_SKIP(return, "the write never landed between ROCM's copy and its freeze (%d tries)",
-			TRIES);
+	write_case(_metadata, self, &future, false);
 }
 
 /*
@@ -522,18 +524,12 @@ TEST_F_TIMEOUT(pw, future_write_seal_after_pin, 120)
 TEST_F_TIMEOUT(pw, write_through_pin_survives_run, 120)
 {
 	static const struct wmode run = { .name = "run" };
-	int rc;
 
 	if (!self->was[K_RANGE][0])
 		NU_SKIP(return, "no %s (CONFIG_MIGRATE_RANGE)", knob_path[K_RANGE]);
 	ASSERT_EQ(0, nu_write_str(knob_path[K_RANGE], "1"));
 	ASSERT_EQ(0, nu_write_str(knob_path[K_COPY], DELAY_US));
-	rc = write_tries(_metadata, self, &run, true);
-	if (rc < 0)
-		NU_SKIP(return, "the test could not run (see above)");
-	if (!rc)
-		NU_SKIP(return, "the write never landed between ROCM's copy and its freeze (%d tries)",
-			TRIES);
+	write_case(_metadata, self, &run, true);
 }
 
 /*
