@@ -58,17 +58,11 @@ static atomic_long_t migrate_range_runs, migrate_range_unmapped,
 static atomic_long_t migrate_range_handovers[NR_MIGRATE_RANGE_HANDOVERS];
 
 /*
- * A run holds its rmap lock over up to 64 folios' worth of VMAs, where
- * try_to_migrate() and remove_migration_ptes() held it for one folio's.
- * Before each further MIGRATE_RANGE_VMAS VMAs, if a writer (fork, munmap,
- * a VMA split or merge anywhere in the process tree) waits for the lock,
- * the run gives it up and finishes the per-folio way, one lock hold per
- * folio as before runs: the unmap with try_to_migrate(TTU_BATCH_FLUSH)
- * for each folio still mapped (its flush still the batch's), the remap
- * with remove_migration_ptes() for each folio.
+ * The run's hand-over (migrate_range_writer_waits()): the unmap finishes
+ * with try_to_migrate(TTU_BATCH_FLUSH) for each folio still mapped (its
+ * flush still the batch's), the remap with remove_migration_ptes() for
+ * each folio.
  */
-#define MIGRATE_RANGE_VMAS	16
-
 #ifdef CONFIG_MIGRATE_RANGE_DEBUG
 /* debugfs migrate_range/vma_delay_us: slept after each VMA of a run */
 static u32 migrate_range_vma_delay_us;
@@ -85,13 +79,6 @@ static inline void migrate_range_debug_delay(void)
 {
 }
 #endif
-
-/* Before the next VMA, @n walked, of a run that holds @sem: stop? */
-static bool migrate_range_writer_waits(struct rw_semaphore *sem,
-				       unsigned int n)
-{
-	return n && !(n % MIGRATE_RANGE_VMAS) && rwsem_is_contended(sem);
-}
 
 void migrate_range_count_handover(enum migrate_range_handover which)
 {
@@ -256,6 +243,8 @@ void migrate_range_unmap_run(struct folio *first, unsigned int nr)
 		cond_resched();
 	}
 	anon_vma_unlock_read(anon_vma);
+	/* counted as the remap counts: what the run itself did */
+	left = migrate_range_mapped(first, nr);
 	if (handed_over) {
 		migrate_range_count_handover(MIGRATE_RANGE_HANDOVER_UNMAP);
 		for (i = 0, folio = first; i < nr;
@@ -264,7 +253,6 @@ void migrate_range_unmap_run(struct folio *first, unsigned int nr)
 				try_to_migrate(folio, TTU_BATCH_FLUSH);
 	}
 
-	left = migrate_range_mapped(first, nr);
 	atomic_long_inc(&migrate_range_runs);
 	atomic_long_add(nr - left, &migrate_range_unmapped);
 	atomic_long_add(left, &migrate_range_left);
@@ -421,7 +409,10 @@ static struct ctl_table migrate_range_sysctls[] = {
  * remapped, PTEs they mapped, PTEs they left to remove_migration_ptes()
  * (in VM_LOCKED VMAs); ROCM runs switched, folios they moved, folios
  * they left to the classic path; runs of each kind that gave their rmap
- * lock up to a waiting writer.
+ * lock up to a waiting writer.  The unmap and remap counts are what a
+ * run's own walk did: after a hand-over, the folios still mapped count as
+ * left, and the PTEs remove_migration_ptes() then maps are not counted.
+ * ROCM counts a folio its per-folio walk moved after a hand-over as moved.
  */
 static int migrate_range_stats_show(struct seq_file *m, void *v)
 {

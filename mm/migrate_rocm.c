@@ -1109,15 +1109,11 @@ static bool rocm_run_vma(struct rocm_run *r, struct vm_area_struct *vma)
 }
 
 /*
- * A run holds its rmap lock over up to 64 folios' worth of VMAs, where
- * rmap_walk() held it for one folio's.  If a writer (mmap, munmap, fork)
- * waits for it after ROCM_RUN_VMAS VMAs, the run gives the lock up and
- * its folios that may still move finish with the per-folio walk, one
- * lock hold each as before runs (PTEs already switched map the copy and
- * do not match the source).
+ * A run whose rmap lock a writer waits for (migrate_range_writer_waits())
+ * gives it up, and its folios that may still move finish with the
+ * per-folio walk, one lock hold each as before runs (PTEs already
+ * switched map the copy and do not match the source).
  */
-#define ROCM_RUN_VMAS		16
-
 /*
  * Switch the run in the VMAs that the held rmap lock @sem shows; true if
  * a writer waits and the per-folio walk must finish the run.
@@ -1134,19 +1130,19 @@ static bool rocm_run_vmas(struct rocm_run *r, struct folio *last,
 		anon_vma_interval_tree_foreach(avc,
 					       &folio_anon_vma(first)->rb_root,
 					       first->index, last->index) {
+			if (migrate_range_writer_waits(sem, n++))
+				return true;
 			if (!rocm_run_vma(r, avc->vma))
 				return false;
-			if (!(++n % ROCM_RUN_VMAS) && rwsem_is_contended(sem))
-				return true;
 		}
 		return false;
 	}
 	vma_interval_tree_foreach(vma, &first->mapping->i_mmap, first->index,
 				  last->index) {
+		if (migrate_range_writer_waits(sem, n++))
+			return true;
 		if (!rocm_run_vma(r, vma))
 			return false;
-		if (!(++n % ROCM_RUN_VMAS) && rwsem_is_contended(sem))
-			return true;
 	}
 	return false;
 }

@@ -7,11 +7,28 @@
 
 #include <linux/jump_label.h>
 #include <linux/rmap.h>
+#include <linux/rwsem.h>
 
 struct folio;
 
 /* The most folios one run unmaps under one anon_vma lock. */
 #define MIGRATE_RANGE_MAX	64
+
+/*
+ * A run holds its rmap lock over up to 64 folios' worth of VMAs, where a
+ * per-folio walk held it for one folio's.  Before each further
+ * MIGRATE_RANGE_VMAS VMAs, if a writer (fork, munmap, a VMA split or
+ * merge anywhere in the process tree) waits for the lock, the run gives
+ * it up and finishes the per-folio way.
+ */
+#define MIGRATE_RANGE_VMAS	16
+
+/* Before the next VMA, @n walked, of a run that holds @sem: stop? */
+static inline bool migrate_range_writer_waits(struct rw_semaphore *sem,
+					      unsigned int n)
+{
+	return n && !(n % MIGRATE_RANGE_VMAS) && rwsem_is_contended(sem);
+}
 
 /* Which run gave its rmap lock up to a waiting writer (debugfs stats). */
 enum migrate_range_handover {
