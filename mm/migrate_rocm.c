@@ -317,11 +317,17 @@ bool rocm_seals_pinnable(unsigned int seals)
 	return (seals & F_SEAL_SHRINK) && !(seals & F_SEAL_WRITE);
 }
 
-/* shmem whose seals allow a udmabuf pin (read once, a snapshot). */
+/*
+ * May a pin that needs no PTE write @mapping's folios: one was taken
+ * (memfd_pin_folios() sets AS_MEMFD_PINNED before its first pin, for any
+ * caller), or shmem whose seals allow udmabuf's?  A snapshot; each stays
+ * true once true.
+ */
 static bool rocm_pin_sealed(struct address_space *mapping)
 {
-	return shmem_mapping(mapping) &&
-	       rocm_seals_pinnable(READ_ONCE(SHMEM_I(mapping->host)->seals));
+	return mapping_memfd_pinned(mapping) ||
+	       (shmem_mapping(mapping) &&
+		rocm_seals_pinnable(READ_ONCE(SHMEM_I(mapping->host)->seals)));
 }
 
 static void rocm_folio_facts(struct folio *src, struct rocm_folio_facts *f)
@@ -760,13 +766,14 @@ static bool rocm_undo(struct folio *src, struct folio *dst)
  * leaves no reference to find, but its writes after the copy would be
  * lost with @src; one after the freeze cannot come (no new reference).
  *
- * Only a memfd sealed as udmabuf wants can have been pinned so, and the
- * check refused those (rocm_pin_sealed()): the compare runs only for
- * seals added since, a rare case.  rocm_seals_pinnable() stays true
- * through the move once true; udmabuf reads the seals under the inode
- * lock before it pins, and the pin's put is fully ordered, as is the
- * freeze that reads the count after it, so seals its pinner saw are
- * seen here.  Other page cache is written under
+ * The check refused a mapping pinned so before, and a memfd sealed as
+ * udmabuf wants (rocm_pin_sealed()): the compare runs only for a first
+ * pin or seals since, a rare case.  Both stay true through the move once
+ * true.  memfd_pin_folios() sets its mapping flag, and udmabuf reads the
+ * seals under the inode lock, before the pin's references are taken;
+ * the pin's put is fully ordered, as is the freeze that reads the count
+ * after it, so what its pinner set or saw is seen here.  Other page
+ * cache is written under
  * the folio lock, which ROCM holds.  Interrupts are off: order 0 only.
  */
 bool migrate_rocm_unchanged(struct folio *dst, struct folio *src)

@@ -46,7 +46,7 @@ enum rocm_reason {
 	ROCM_COPY,		/* the copy hit a memory error */
 	ROCM_FLUSH_PENDING,	/* the mm has a TLB flush pending */
 	ROCM_WRITTEN,		/* written after the copy, through no PTE */
-	ROCM_PIN_SEALED,	/* shmem sealed for udmabuf: pins need no PTE */
+	ROCM_PIN_SEALED,	/* memfd pinned, or sealed for udmabuf's pins */
 	ROCM_DST_HELD,		/* after an undo: the copy is held, not reused */
 	NR_ROCM_REASONS
 };
@@ -66,7 +66,7 @@ struct rocm_folio_facts {
 	bool plain_aops;	/* page cache whose migrate_folio copies data only */
 	bool anon_exclusive;	/* PageAnonExclusive() */
 	bool shmem_writable;	/* shmem that some mapping may write */
-	bool pin_sealed;	/* shmem that udmabuf may pin (its seals) */
+	bool pin_sealed;	/* memfd pinned, or udmabuf may (its seals) */
 	int ref_count;		/* folio_ref_count() */
 	int expected_refs;	/* folio_expected_ref_count() + the isolation ref */
 };

@@ -578,6 +578,37 @@ static void rocm_test_seals(struct kunit *test)
 				    "seals %#x", c[i].seals);
 }
 
+KUNIT_DEFINE_ACTION_WRAPPER(rocm_test_unpin, unpin_folio, struct folio *);
+
+/*
+ * memfd_pin_folios() marks a mapping before its first pin, whatever the
+ * seals, and ROCM's rule and compare gate (rocm_pin_sealed()) see it.
+ */
+static void rocm_test_memfd_pin_flag(struct kunit *test)
+{
+	struct folio *folio;
+	struct file *file;
+	pgoff_t off;
+
+	if (!IS_ENABLED(CONFIG_SHMEM))
+		kunit_skip(test, "no tmpfs without CONFIG_SHMEM");
+	file = shmem_file_setup("rocm_kunit", PAGE_SIZE, VM_NORESERVE);
+	if (IS_ERR(file))
+		kunit_skip(test, "no tmpfs file (%ld)", PTR_ERR(file));
+	KUNIT_ASSERT_EQ(test, 0,
+			kunit_add_action_or_reset(test, rocm_test_fput, file));
+	/* a plain tmpfs file: F_SEAL_SEAL only, never pinned */
+	KUNIT_EXPECT_FALSE(test, mapping_memfd_pinned(file->f_mapping));
+	KUNIT_EXPECT_FALSE(test, rocm_pin_sealed(file->f_mapping));
+	KUNIT_ASSERT_EQ(test, 1, memfd_pin_folios(file, 0, PAGE_SIZE - 1,
+						  &folio, 1, &off));
+	KUNIT_ASSERT_EQ(test, 0,
+			kunit_add_action_or_reset(test, rocm_test_unpin,
+						  folio));
+	KUNIT_EXPECT_TRUE(test, mapping_memfd_pinned(file->f_mapping));
+	KUNIT_EXPECT_TRUE(test, rocm_pin_sealed(file->f_mapping));
+}
+
 /* Every reason has a name, and out-of-range values do not crash. */
 static void rocm_test_reason_names(struct kunit *test)
 {
@@ -597,6 +628,7 @@ static struct kunit_case rocm_test_cases[] = {
 	KUNIT_CASE(rocm_test_facts_ksm),
 	KUNIT_CASE(rocm_test_facts_anon),
 	KUNIT_CASE(rocm_test_facts_shmem),
+	KUNIT_CASE(rocm_test_memfd_pin_flag),
 	KUNIT_CASE(rocm_test_reason_names),
 	{}
 };
