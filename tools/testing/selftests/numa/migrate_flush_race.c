@@ -215,6 +215,10 @@ FIXTURE_SETUP(race)
 	self->pool[0][0] = '\0';
 	self->pool[1][0] = '\0';
 	self->pagemap = -1;
+	/* put back even if a timeout kills the test (first: see numa_util.h) */
+	nu_undo_knob(DELAY);
+	nu_undo_knob(SYSCTL);
+	nu_undo_knob(NUMAB);
 	if (access(DELAY, W_OK) ||
 	    nu_read_str(SYSCTL, self->defer, sizeof(self->defer)) < 0)
 		NU_SKIP(return, "no %s (CONFIG_MIGRATE_DEFER_FLUSH_DEBUG)", DELAY);
@@ -230,6 +234,8 @@ FIXTURE_SETUP(race)
 		NU_SKIP(return, "needs three CPUs");
 	self->pagemap = open("/proc/self/pagemap", O_RDONLY);
 	ASSERT_LE(0, self->pagemap);
+	nu_undo_huge_pool(self->from);
+	nu_undo_huge_pool(self->to);
 	/* the old page, its copy, and a fresh page after MADV_DONTNEED */
 	if (variant->hugetlb &&
 	    (!nu_huge_pool(self->from, 2, self->pool[0], sizeof(self->pool[0])) ||
@@ -256,6 +262,7 @@ FIXTURE_TEARDOWN(race)
 	nu_huge_pool_restore(self->to, self->pool[1]);
 	if (self->pagemap >= 0)
 		close(self->pagemap);
+	nu_undo_done();
 }
 
 /* A 2 MiB aligned THP on @node, filled; NULL if none could be had. */

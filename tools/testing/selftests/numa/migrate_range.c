@@ -35,7 +35,11 @@
  *     range remap and ROCM runs alike (the *_handovers counts), with
  *     migrate_range/vma_delay_us and migrate_rocm/switch_delay_us
  *     (CONFIG_MIGRATE_RANGE_DEBUG, CONFIG_MIGRATE_ROCM_DEBUG) holding
- *     the lock long enough for the writer to queue.
+ *     the lock long enough for the writer to queue; each hand-over
+ *     leaves folios to the per-folio walk (the left counts), whose
+ *     flushes stay the batch's (tlb:tlb_flush on this CPU, x86);
+ *   - the knobs are put back even if a timeout kills a test (numa_util's
+ *     undo list, itself checked: undo_outlives_a_killed_test).
  *
  * Needs CONFIG_MIGRATE_RANGE, root, two nodes with memory (and two CPUs
  * for the writer); SKIPs otherwise.
@@ -91,6 +95,21 @@ static int mr_stats_read(struct mr_stats *s)
 		      &s->rocm_moved, &s->rocm_left) == 9 ? 0 : -1;
 }
 
+/* @d = @a - @b, field by field */
+static void mr_stats_sub(struct mr_stats *d, const struct mr_stats *a,
+			 const struct mr_stats *b)
+{
+	d->runs = a->runs - b->runs;
+	d->unmapped = a->unmapped - b->unmapped;
+	d->left = a->left - b->left;
+	d->remap_runs = a->remap_runs - b->remap_runs;
+	d->remapped = a->remapped - b->remapped;
+	d->remap_left = a->remap_left - b->remap_left;
+	d->rocm_runs = a->rocm_runs - b->rocm_runs;
+	d->rocm_moved = a->rocm_moved - b->rocm_moved;
+	d->rocm_left = a->rocm_left - b->rocm_left;
+}
+
 #define PM_SOFT_DIRTY	55
 #define PM_UFFD_WP	57
 #define PM_PRESENT	63
@@ -134,6 +153,12 @@ FIXTURE_SETUP(mr)
 	self->buf = NULL;
 	self->order[0] = '\0';
 	self->rocm[0] = '\0';
+	/* put back even if a timeout kills the test (first: see numa_util.h) */
+	nu_undo_knob(SYSCTL);
+	nu_undo_knob(ORDER);
+	nu_undo_knob(ROCM);
+	nu_undo_knob(RANGE_DELAY);
+	nu_undo_knob(ROCM_DELAY);
 	if (nu_read_str(SYSCTL, self->range, sizeof(self->range)) < 0 ||
 	    access(STATS, R_OK))
 		NU_SKIP(return, "no %s (CONFIG_MIGRATE_RANGE)", SYSCTL);
@@ -167,6 +192,7 @@ FIXTURE_TEARDOWN(mr)
 		nu_write_str(ROCM, self->rocm);
 	if (self->buf)
 		munmap(self->buf, NR * PAGE);
+	nu_undo_done();
 }
 
 /* Move the array with the range unmap at @on; the stats' change in @d. */
@@ -181,12 +207,7 @@ static void mr_move(struct __test_metadata *_metadata, FIXTURE_DATA(mr) *self,
 	EXPECT_LE(0, nu_move_pages_where(0, NR, self->addrs, self->nodes,
 					 self->status, flags));
 	ASSERT_EQ(0, mr_stats_read(&after));
-	d->runs = after.runs - self->before.runs;
-	d->unmapped = after.unmapped - self->before.unmapped;
-	d->left = after.left - self->before.left;
-	d->remap_runs = after.remap_runs - self->before.remap_runs;
-	d->remapped = after.remapped - self->before.remapped;
-	d->remap_left = after.remap_left - self->before.remap_left;
+	mr_stats_sub(d, &after, &self->before);
 	TH_LOG("range %s: unmap %ld runs, %ld folios, %ld left; remap %ld runs, %ld PTEs, %ld left",
 	       on, d->runs, d->unmapped, d->left, d->remap_runs, d->remapped,
 	       d->remap_left);
@@ -746,42 +767,103 @@ static void *lock_writer(void *arg)
 	return (void *)rounds;
 }
 
+/* A move_pages(2) call of the NR split pages, as nu_trace_count()'s @fn. */
+struct mr_call {
+	void *pages[NR];
+	int *nodes, status[NR], flags;
+};
+
+static long mr_call_move(void *arg)
+{
+	struct mr_call *c = arg;
+
+	return nu_move_pages_where(0, NR, c->pages, c->nodes, c->status,
+				   c->flags);
+}
+
+/*
+ * The TLB flush rounds this task makes on its own CPU while @c moves
+ * (tlb:tlb_flush, "local shootdown" and "local mm shootdown", x86): one
+ * per flush, IPIs or none; -1 where the event is missing (arm64).
+ */
+static long mr_traced_move(struct __test_metadata *_metadata,
+			   struct mr_call *c, long *flushes)
+{
+	struct nu_event ev = { .name = "tlb/tlb_flush",
+			       .match = "reason:local" };
+	long ret;
+
+	*flushes = -1;
+	if (!nu_trace_has(ev.name))
+		return mr_call_move(c);
+	snprintf(ev.filter, sizeof(ev.filter), "common_pid == %d", gettid());
+	if (nu_trace_count(&ev, 1, mr_call_move, c, &ret))
+		return -1;
+	*flushes = ev.count;
+	return ret;
+}
+
+/* The batch's flush rounds in a contended move: 1 or 2 (ROCM) seen */
+#define MR_FLUSHES_MAX	8
+
+/* What a contended move did: its hand-overs, the stats' change, flushes */
+struct mr_contended {
+	long handovers, flushes;
+	struct mr_stats d;
+};
+
 /*
  * Move the NR split pages at @p to the other node with the delay knob
- * @knob set and the lock writer running; the change of @stat.
+ * @knob set and the lock writer running; the change of @stat and the
+ * rest in @r.
  */
-static long mr_contended_move(struct __test_metadata *_metadata,
+static void mr_contended_move(struct __test_metadata *_metadata,
 			      FIXTURE_DATA(mr) *self, char *p,
-			      const char *knob, const char *stat, int flags)
+			      const char *knob, const char *stat, int flags,
+			      struct mr_contended *r)
 {
-	int status[NR], i;
-	void *pages[NR], *rounds;
+	struct mr_call c = { .nodes = self->nodes, .flags = flags };
 	long before = mr_stat(stat);
 	struct mr_stats s0, s1;
+	void *rounds;
 	pthread_t t;
 
-	for (i = 0; i < NR; i++)
-		pages[i] = p + i * PAGE;
+	for (int i = 0; i < NR; i++)
+		c.pages[i] = p + i * PAGE;
 	lw_stop = 0;
 	ASSERT_EQ(0, nu_write_str(knob, DELAY_US));
 	ASSERT_EQ(0, mr_stats_read(&s0));
 	ASSERT_EQ(0, pthread_create(&t, NULL, lock_writer, p));
-	EXPECT_LE(0, nu_move_pages_where(0, NR, pages, self->nodes, status,
-					 flags));
+	EXPECT_LE(0, mr_traced_move(_metadata, &c, &r->flushes));
 	ASSERT_EQ(0, mr_stats_read(&s1));
 	__atomic_store_n(&lw_stop, 1, __ATOMIC_RELAXED);
 	pthread_join(t, &rounds);
 	nu_write_str(knob, "0");
-	TH_LOG("%s: %ld, the writer %ld rounds; runs: %ld unmap, %ld remap, %ld rocm",
-	       stat, mr_stat(stat) - before, (long)rounds, s1.runs - s0.runs,
-	       s1.remap_runs - s0.remap_runs, s1.rocm_runs - s0.rocm_runs);
+	r->handovers = mr_stat(stat) - before;
+	mr_stats_sub(&r->d, &s1, &s0);
+	TH_LOG("%s: %ld, the writer %ld rounds, %ld local flushes",
+	       stat, r->handovers, (long)rounds, r->flushes);
+	TH_LOG("unmap %ld runs, %ld folios, %ld left; remap %ld runs, %ld PTEs",
+	       r->d.runs, r->d.unmapped, r->d.left, r->d.remap_runs,
+	       r->d.remapped);
+	TH_LOG("rocm %ld runs, %ld moved", r->d.rocm_runs, r->d.rocm_moved);
 	EXPECT_LE(NR * 9 / 10, nu_pages_on(p, NR * PAGE, self->nodes[0]));
 	EXPECT_TRUE(nu_intact(p, NR * PAGE, SEED));
-	return mr_stat(stat) - before;
+	/*
+	 * What a run hands over finishes with flushes that stay the batch's
+	 * (try_to_migrate(TTU_BATCH_FLUSH), ROCM's deferred rounds): a flush
+	 * per PTE would make 16 or more per hand-over.
+	 */
+	if (r->flushes < 0)
+		TH_LOG("no tlb:tlb_flush event: the flush rounds are not checked");
+	else
+		EXPECT_GE(MR_FLUSHES_MAX, r->flushes)
+			TH_LOG("a flush per PTE after the hand-over?");
 }
 
 TEST_F(mr, range_runs_hand_the_lock_over)
 {
+	struct mr_contended r;
 	char *p;
 
 	if (access(RANGE_DELAY, W_OK) || mr_stat("remap_handovers") < 0)
@@ -790,19 +872,27 @@ TEST_F(mr, range_runs_hand_the_lock_over)
 	p = mr_split_buf(self->from);
 	ASSERT_NE(NULL, p);
 	ASSERT_EQ(0, nu_write_str(SYSCTL, "1"));
-	EXPECT_LE(1, mr_contended_move(_metadata, self, p, RANGE_DELAY,
-				       "unmap_handovers", MPOL_MF_MOVE))
+	mr_contended_move(_metadata, self, p, RANGE_DELAY, "unmap_handovers",
+			  MPOL_MF_MOVE, &r);
+	EXPECT_LE(1, r.handovers)
 		TH_LOG("no unmap run gave the lock up");
+	/* each run that stopped left the folios of its other VMAs mapped */
+	EXPECT_LE(r.handovers, r.d.left);
 	for (int i = 0; i < NR; i++)
 		self->nodes[i] = self->from;
-	EXPECT_LE(1, mr_contended_move(_metadata, self, p, RANGE_DELAY,
-				       "remap_handovers", MPOL_MF_MOVE))
+	mr_contended_move(_metadata, self, p, RANGE_DELAY, "remap_handovers",
+			  MPOL_MF_MOVE, &r);
+	EXPECT_LE(1, r.handovers)
 		TH_LOG("no remap run gave the lock up");
+	/* a run that stopped left the PTEs of its other VMAs unmapped */
+	EXPECT_GE(NR - r.handovers, r.d.remapped);
+	EXPECT_EQ(0, r.d.remap_left);
 	munmap(p, (NR + 2) * PAGE);
 }
 
 TEST_F(mr, rocm_runs_hand_the_lock_over)
 {
+	struct mr_contended r;
 	pid_t kid;
 	char *p;
 	int st;
@@ -820,15 +910,69 @@ TEST_F(mr, rocm_runs_hand_the_lock_over)
 	child_touch(p);
 	ASSERT_EQ(0, nu_write_str(ROCM, "1"));
 	ASSERT_EQ(0, nu_write_str(SYSCTL, "1"));
-	EXPECT_LE(1, mr_contended_move(_metadata, self, p, ROCM_DELAY,
-				       "rocm_handovers", MPOL_MF_MOVE_ALL))
+	mr_contended_move(_metadata, self, p, ROCM_DELAY, "rocm_handovers",
+			  MPOL_MF_MOVE_ALL, &r);
+	EXPECT_LE(1, r.handovers)
 		TH_LOG("no ROCM run gave the lock up");
+	/* the per-folio walk after a hand-over still moves by ROCM */
+	EXPECT_LE(NR * 9 / 10, r.d.rocm_moved);
 	kill(kid, SIGUSR1);
 	ASSERT_EQ(kid, waitpid(kid, &st, 0));
 	EXPECT_TRUE(WIFEXITED(st) && !WEXITSTATUS(st))
 		TH_LOG("the child's data changed");
 	signal(SIGUSR1, SIG_DFL);
 	munmap(p, (NR + 2) * PAGE);
+}
+
+/*
+ * numa_util's undo list, which the hand-over cases' delay knobs rely on:
+ * a test killed before its teardown gets its knobs put back, and one
+ * that finished with nu_undo_done() does not.
+ */
+#define UNDO_KNOB	"/proc/sys/vm/stat_interval"
+
+static pid_t undo_child(const char *val, bool done)
+{
+	pid_t kid = fork();
+
+	if (kid)
+		return kid;
+	/* a group of its own, for the harness's timeout kill of a group */
+	if (setpgid(0, 0) || nu_undo_knob(UNDO_KNOB) ||
+	    nu_write_str(UNDO_KNOB, val))
+		_exit(1);
+	if (!done)
+		kill(0, SIGKILL);
+	nu_undo_done();
+	_exit(0);
+}
+
+TEST(undo_outlives_a_killed_test)
+{
+	char was[32], now[32];
+	int st, ms = 0;
+	pid_t kid;
+
+	ASSERT_LT(0, nu_read_str(UNDO_KNOB, was, sizeof(was)));
+	kid = undo_child(strcmp(was, "7") ? "7" : "8", false);
+	ASSERT_EQ(kid, waitpid(kid, &st, 0));
+	ASSERT_TRUE(WIFSIGNALED(st)) TH_LOG("the child did not get that far");
+	/* the undo shell sees its pipe's end of file and writes @was back */
+	while (nu_read_str(UNDO_KNOB, now, sizeof(now)) > 0 &&
+	       strcmp(now, was) && ms < 10000) {
+		usleep(10000);
+		ms += 10;
+	}
+	EXPECT_STREQ(was, now)
+		TH_LOG("waited %d ms for the undo shell to put %s back", ms,
+		       UNDO_KNOB);
+	kid = undo_child(strcmp(was, "7") ? "7" : "8", true);
+	ASSERT_EQ(kid, waitpid(kid, &st, 0));
+	ASSERT_TRUE(WIFEXITED(st) && !WEXITSTATUS(st));
+	/* nu_undo_done() waited for the shell: no write can come later */
+	ASSERT_LT(0, nu_read_str(UNDO_KNOB, now, sizeof(now)));
+	EXPECT_STRNE(was, now) TH_LOG("undone after nu_undo_done()");
+	ASSERT_EQ(0, nu_write_str(UNDO_KNOB, was));
 }
 
 TEST_HARNESS_MAIN

@@ -185,14 +185,15 @@ FIXTURE_SETUP(mw)
 	ASSERT_NE(NULL, mkdtemp(self->dir));
 	snprintf(self->lower, sizeof(self->lower), "%s/lower", self->dir);
 	snprintf(self->upper, sizeof(self->upper), "%s/upper", self->dir);
-	/* a setup that fails gets no teardown: leave nothing behind */
-	if (mkdir(self->lower, 0700) || mkdir(self->upper, 0700)) {
-		const char *why = strerror(errno);
-
-		rmdir(self->lower);
-		rmdir(self->dir);
-		ASSERT_TRUE(false) TH_LOG("mkdir in %s: %s", self->dir, why);
-	}
+	/*
+	 * Undone last first when the test dies before its teardown (a
+	 * timeout), or when a setup that fails gets none.
+	 */
+	ASSERT_EQ(0, nu_undo_rmdir(self->dir));
+	ASSERT_EQ(0, nu_undo_rmdir(self->lower));
+	ASSERT_EQ(0, nu_undo_rmdir(self->upper));
+	ASSERT_EQ(0, mkdir(self->lower, 0700));
+	ASSERT_EQ(0, mkdir(self->upper, 0700));
 }
 
 FIXTURE_TEARDOWN(mw)
@@ -210,6 +211,7 @@ FIXTURE_TEARDOWN(mw)
 	rmdir(self->dir);
 	if (self->wb_was[0])
 		nu_write_str(WB_SYSCTL, self->wb_was);
+	nu_undo_done();
 }
 
 static bool has_ecryptfs(void)
@@ -235,9 +237,12 @@ static void setup_file(struct __test_metadata *_metadata,
 	/* before the mount: its flusher must not be the one this wakes */
 	ASSERT_LT(0, nu_read_str(WB_SYSCTL, self->wb_was,
 				 sizeof(self->wb_was)));
+	ASSERT_EQ(0, nu_undo_knob(WB_SYSCTL));
 	ASSERT_EQ(0, nu_write_str(WB_SYSCTL, "360000"));
+	ASSERT_EQ(0, nu_undo_umount(self->lower));
 	ASSERT_EQ(0, mount("tmpfs", self->lower, "tmpfs", 0, "size=4m"));
 	self->lower_mounted = true;
+	ASSERT_EQ(0, nu_undo_umount(self->upper));
 	rc = ecryptfs_mount(self->lower, self->upper, &why);
 	if (rc == -ENOSYS)
 		NU_SKIP(return, "%s: %s (CONFIG_KEYS)", why, strerror(-rc));

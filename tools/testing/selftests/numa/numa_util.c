@@ -22,10 +22,13 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <signal.h>
+#include <spawn.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/swap.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 
 #include "numa_util.h"
 
@@ -430,6 +433,124 @@ int nu_read_cpu_times(unsigned long long *busy, unsigned long long *total)
 	return 0;
 }
 
+/*
+ * The undo shell: records "op<TAB>path<TAB>value" on its stdin, "q" to
+ * leave; at end of file it undoes them in reverse.  It holds the lock
+ * file (fd 3) until it exits.
+ */
+static const char nu_undo_sh[] =
+	"todo=''\n"
+	"while IFS='\t' read -r op arg val; do\n"
+	"	[ \"$op\" = q ] && exit 0\n"
+	"	todo=\"$op\t$arg\t$val\n$todo\"\n"
+	"done\n"
+	"printf '%s' \"$todo\" | while IFS='\t' read -r op arg val; do\n"
+	"	case $op in\n"
+	"	k) printf '%s\\n' \"$val\" > \"$arg\" ;;\n"
+	"	u) umount -l \"$arg\" ;;\n"
+	"	d) rmdir \"$arg\" ;;\n"
+	"	esac\n"
+	"done 2>/dev/null\n";
+
+#define NU_UNDO_LOCK	"/tmp/numa_util_undo.lock"
+
+static int nu_undo_fd = -1, nu_undo_lock = -1;
+static pid_t nu_undo_pid = -1;
+
+/* The lock an earlier test's undo shell may still hold, 30 s at most. */
+static int nu_undo_wait_lock(void)
+{
+	int fd = open(NU_UNDO_LOCK, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+
+	for (int i = 0; fd >= 0 && i < 300; i++) {
+		if (!flock(fd, LOCK_EX | LOCK_NB))
+			return fd;
+		usleep(100000);
+	}
+	fprintf(stderr, "# no undo: %s still locked after 30 s\n",
+		NU_UNDO_LOCK);
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+static int nu_undo_start(void)
+{
+	static char *const argv[] = { "sh", "-c", (char *)nu_undo_sh, NULL };
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	int p[2], rc;
+
+	nu_undo_lock = nu_undo_wait_lock();
+	if (nu_undo_lock < 0 || pipe2(p, O_CLOEXEC))
+		return -1;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, p[0], 0);
+	posix_spawn_file_actions_adddup2(&fa, nu_undo_lock, 3);
+	posix_spawnattr_init(&attr);
+	/* out of the process group that the harness's timeout kills */
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
+	rc = posix_spawn(&nu_undo_pid, "/bin/sh", &fa, &attr, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	close(p[0]);
+	if (rc) {
+		close(p[1]);
+		nu_undo_pid = -1;
+		return -1;
+	}
+	nu_undo_fd = p[1];
+	return 0;
+}
+
+static int nu_undo_add(char op, const char *path, const char *val)
+{
+	char rec[PIPE_BUF];
+	int n;
+
+	if (nu_undo_fd < 0 && nu_undo_start())
+		return -1;
+	n = snprintf(rec, sizeof(rec), "%c\t%s\t%s\n", op, path, val);
+	if (n >= (int)sizeof(rec) || strchr(path, '\n') || strchr(val, '\n'))
+		return -1;
+	/* one write of at most PIPE_BUF bytes: whole or not at all */
+	return write(nu_undo_fd, rec, n) == n ? 0 : -1;
+}
+
+int nu_undo_knob(const char *path)
+{
+	char val[256];
+
+	if (nu_read_str(path, val, sizeof(val)) < 0)
+		return -1;
+	return nu_undo_add('k', path, val);
+}
+
+int nu_undo_umount(const char *path)
+{
+	return nu_undo_add('u', path, "");
+}
+
+int nu_undo_rmdir(const char *path)
+{
+	return nu_undo_add('d', path, "");
+}
+
+void nu_undo_done(void)
+{
+	if (nu_undo_fd >= 0) {
+		if (write(nu_undo_fd, "q\n", 2) != 2)
+			fprintf(stderr, "# undo shell: %s\n", strerror(errno));
+		close(nu_undo_fd);
+		waitpid(nu_undo_pid, NULL, 0);
+	}
+	if (nu_undo_lock >= 0)
+		close(nu_undo_lock);
+	nu_undo_fd = -1;
+	nu_undo_lock = -1;
+	nu_undo_pid = -1;
+}
+
 long long nu_tlb_shootdowns(void)
 {
 	char line[4096];
@@ -755,6 +876,14 @@ bool nu_huge_pool(int node, long want, char *was, size_t len)
 		return false;
 	snprintf(path, sizeof(path), NU_HUGE_POOL, node, "free_hugepages");
 	return nu_read_str(path, val, sizeof(val)) >= 0 && atol(val) >= want;
+}
+
+int nu_undo_huge_pool(int node)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), NU_HUGE_POOL, node, "nr_hugepages");
+	return nu_undo_knob(path);
 }
 
 void nu_huge_pool_restore(int node, const char *was)

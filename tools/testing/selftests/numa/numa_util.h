@@ -227,6 +227,25 @@ void nu_read_pages(const char *buf, unsigned long len);
 pid_t nu_fork_reader(const char *buf, unsigned long len, int cpu, int ready,
 		     bool again);
 
+/*
+ * An undo list that outlives the test: the harness SIGKILLs a test that
+ * runs past its timeout, with its process group, and no teardown runs.
+ * Each nu_undo_*() call saves what to put back (@path's value now, a
+ * mount point to detach, a directory to remove) with a shell of its own
+ * session, spawned at the first call, which puts each back, last first,
+ * once every process holding the test's end of its pipe has died.
+ * nu_undo_done(), from a teardown that has put everything back itself,
+ * ends it without touching anything and waits for it.  The first call
+ * also waits (up to 30 s) for an earlier test's shell to finish its
+ * undo.  0 or -1.
+ */
+int nu_undo_knob(const char *path);
+int nu_undo_umount(const char *path);
+int nu_undo_rmdir(const char *path);
+/* nu_undo_knob() of @node's 2 MiB nr_hugepages (nu_huge_pool()) */
+int nu_undo_huge_pool(int node);
+void nu_undo_done(void);
+
 /* Environment. */
 bool nu_in_vm(void);
 int nu_read_cpu_times(unsigned long long *busy, unsigned long long *total);
