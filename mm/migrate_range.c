@@ -57,12 +57,6 @@ static atomic_long_t migrate_range_runs, migrate_range_unmapped,
 		     migrate_range_rocm_left;
 static atomic_long_t migrate_range_handovers[NR_MIGRATE_RANGE_HANDOVERS];
 
-/*
- * The run's hand-over (migrate_range_writer_waits()): the unmap finishes
- * with try_to_migrate(TTU_BATCH_FLUSH) for each folio still mapped (its
- * flush still the batch's), the remap with remove_migration_ptes() for
- * each folio.
- */
 #ifdef CONFIG_MIGRATE_RANGE_DEBUG
 /* debugfs migrate_range/vma_delay_us: slept after each VMA of a run */
 static u32 migrate_range_vma_delay_us;
@@ -243,8 +237,13 @@ void migrate_range_unmap_run(struct folio *first, unsigned int nr)
 		cond_resched();
 	}
 	anon_vma_unlock_read(anon_vma);
-	/* counted as the remap counts: what the run itself did */
+	/* the run's own count; the hand-over's unmaps are not the run's */
 	left = migrate_range_mapped(first, nr);
+	/*
+	 * Handed over (migrate_range_writer_waits()): finish per folio, each
+	 * flush still the batch's; the remap's finish is the caller's
+	 * remove_migration_ptes() for each folio.
+	 */
 	if (handed_over) {
 		migrate_range_count_handover(MIGRATE_RANGE_HANDOVER_UNMAP);
 		for (i = 0, folio = first; i < nr;
@@ -405,7 +404,8 @@ static struct ctl_table migrate_range_sysctls[] = {
 
 /*
  * debugfs migrate_range/stats: runs unmapped, folios they unmapped,
- * folios they left mapped for migrate_folio_move() to unmap; runs
+ * folios they left mapped (to try_to_migrate() after a hand-over, else
+ * for migrate_folio_move() to unmap); runs
  * remapped, PTEs they mapped, PTEs they left to remove_migration_ptes()
  * (in VM_LOCKED VMAs); ROCM runs switched, folios they moved, folios
  * they left to the classic path; runs of each kind that gave their rmap

@@ -115,7 +115,7 @@ enum rocm_reason rocm_check_folio(const struct rocm_folio_facts *f)
 	/* shmem has no page_mkwrite: a writable mapping writes in place */
 	if (!f->anon && f->shmem_writable)
 		return ROCM_SHARED_WRITE;
-	/* udmabuf may pin it and write it with neither PTE nor folio lock */
+	/* a memfd pin may write it with neither PTE nor folio lock */
 	if (!f->anon && f->pin_sealed)
 		return ROCM_PIN_SEALED;
 	/* an exclusive anon folio may be reused in place on a write fault */
@@ -843,8 +843,6 @@ static bool rocm_finish(struct folio *src, struct folio *dst,
 			enum rocm_reason why, bool *dst_lost)
 {
 	struct address_space *mapping = folio_mapping(src);
-	/* migrate_rocm_unchanged() is for these: skip_compare breaks both */
-	bool compared = mapping && rocm_pin_sealed(mapping);
 
 	if (why == ROCM_OK && folio_mapped(src))
 		why = ROCM_CHANGED;
@@ -868,9 +866,14 @@ static bool rocm_finish(struct folio *src, struct folio *dst,
 	 */
 	mem_cgroup_uncharge(src);
 
-	/* what the compare says, for every folio (DEBUG_VM) */
+	/*
+	 * What the compare says, for every folio (DEBUG_VM), but where a pin
+	 * may write (read after the freeze, it stays true once true): there
+	 * migrate_rocm_unchanged() compared under the freeze (unless told
+	 * not to), and a pin may write @dst by now.
+	 */
 	if (IS_ENABLED(CONFIG_DEBUG_VM) &&
-	    !(compared && rocm_compare_skipped())) {
+	    !(mapping && rocm_pin_sealed(mapping))) {
 		void *a = kmap_local_folio(src, 0);
 		void *b = kmap_local_folio(dst, 0);
 
@@ -1116,14 +1119,11 @@ static bool rocm_run_vma(struct rocm_run *r, struct vm_area_struct *vma)
 }
 
 /*
- * A run whose rmap lock a writer waits for (migrate_range_writer_waits())
+ * Switch the run in the VMAs that the held rmap lock @sem shows; true if
+ * a writer waits for @sem (migrate_range_writer_waits()): then the run
  * gives it up, and its folios that may still move finish with the
  * per-folio walk, one lock hold each as before runs (PTEs already
  * switched map the copy and do not match the source).
- */
-/*
- * Switch the run in the VMAs that the held rmap lock @sem shows; true if
- * a writer waits and the per-folio walk must finish the run.
  */
 static bool rocm_run_vmas(struct rocm_run *r, struct folio *last,
 			  struct rw_semaphore *sem)

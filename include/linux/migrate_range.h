@@ -17,9 +17,10 @@ struct folio;
 /*
  * A run holds its rmap lock over up to 64 folios' worth of VMAs, where a
  * per-folio walk held it for one folio's.  Before each further
- * MIGRATE_RANGE_VMAS VMAs, if a writer (fork, munmap, a VMA split or
- * merge anywhere in the process tree) waits for the lock, the run gives
- * it up and finishes the per-folio way.
+ * MIGRATE_RANGE_VMAS VMAs, if a writer waits for the lock (for an
+ * anon_vma: fork, munmap, a VMA split or merge anywhere in the process
+ * tree; for a file: mmap, munmap), the run gives it up and finishes the
+ * per-folio way.
  */
 #define MIGRATE_RANGE_VMAS	16
 

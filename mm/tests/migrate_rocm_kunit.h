@@ -590,8 +590,8 @@ static void rocm_test_memfd_pin_flag(struct kunit *test)
 	struct file *file;
 	pgoff_t off;
 
-	if (!IS_ENABLED(CONFIG_SHMEM))
-		kunit_skip(test, "no tmpfs without CONFIG_SHMEM");
+	if (!IS_ENABLED(CONFIG_SHMEM) || !IS_ENABLED(CONFIG_MEMFD_CREATE))
+		kunit_skip(test, "no memfd_pin_folios() on tmpfs without CONFIG_MEMFD_CREATE");
 	file = shmem_file_setup("rocm_kunit", PAGE_SIZE, VM_NORESERVE);
 	if (IS_ERR(file))
 		kunit_skip(test, "no tmpfs file (%ld)", PTR_ERR(file));
