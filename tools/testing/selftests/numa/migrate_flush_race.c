@@ -215,10 +215,8 @@ FIXTURE_SETUP(race)
 	self->pool[0][0] = '\0';
 	self->pool[1][0] = '\0';
 	self->pagemap = -1;
-	/* put back even if a timeout kills the test (first: see numa_util.h) */
-	nu_undo_knob(DELAY);
-	nu_undo_knob(SYSCTL);
-	nu_undo_knob(NUMAB);
+	/* an earlier test's knobs back first (numa_util.h) */
+	ASSERT_EQ(0, nu_undo_begin());
 	if (access(DELAY, W_OK) ||
 	    nu_read_str(SYSCTL, self->defer, sizeof(self->defer)) < 0)
 		NU_SKIP(return, "no %s (CONFIG_MIGRATE_DEFER_FLUSH_DEBUG)", DELAY);
@@ -234,8 +232,11 @@ FIXTURE_SETUP(race)
 		NU_SKIP(return, "needs three CPUs");
 	self->pagemap = open("/proc/self/pagemap", O_RDONLY);
 	ASSERT_LE(0, self->pagemap);
-	nu_undo_huge_pool(self->from);
-	nu_undo_huge_pool(self->to);
+	/* put back even if a timeout kills the test */
+	if (variant->hugetlb) {
+		ASSERT_EQ(0, nu_undo_huge_pool(self->from));
+		ASSERT_EQ(0, nu_undo_huge_pool(self->to));
+	}
 	/* the old page, its copy, and a fresh page after MADV_DONTNEED */
 	if (variant->hugetlb &&
 	    (!nu_huge_pool(self->from, 2, self->pool[0], sizeof(self->pool[0])) ||
@@ -245,8 +246,12 @@ FIXTURE_SETUP(race)
 			self->from, self->to);
 	}
 	/* NUMA scanning's mprotect would flush the window away early */
-	if (nu_read_str(NUMAB, self->numab, sizeof(self->numab)) >= 0)
+	if (nu_read_str(NUMAB, self->numab, sizeof(self->numab)) >= 0) {
+		ASSERT_EQ(0, nu_undo_knob(NUMAB));
 		nu_write_str(NUMAB, "0");
+	}
+	ASSERT_EQ(0, nu_undo_knob(SYSCTL));
+	ASSERT_EQ(0, nu_undo_knob(DELAY));
 	ASSERT_EQ(0, nu_write_str(SYSCTL, "1"));
 	ASSERT_EQ(0, nu_write_str(DELAY, DELAY_MS));
 }

@@ -447,60 +447,135 @@ static const char nu_undo_sh[] =
 	"printf '%s' \"$todo\" | while IFS='\t' read -r op arg val; do\n"
 	"	case $op in\n"
 	"	k) printf '%s\\n' \"$val\" > \"$arg\" ;;\n"
-	"	u) umount -l \"$arg\" ;;\n"
-	"	d) rmdir \"$arg\" ;;\n"
+	"	u) umount -l -- \"$arg\" ;;\n"
+	"	d) rmdir -- \"$arg\" ;;\n"
 	"	esac\n"
-	"done 2>/dev/null\n";
+	"done\n";
 
 #define NU_UNDO_LOCK	"/tmp/numa_util_undo.lock"
+#define NU_HUGE_POOL	"/sys/devices/system/node/node%d/hugepages/hugepages-2048kB/%s"
+#define NU_UNDO_WAIT_S	10
 
 static int nu_undo_fd = -1, nu_undo_lock = -1;
 static pid_t nu_undo_pid = -1;
+static bool nu_undo_broken;	/* no shell: fail at once from now on */
 
-/* The lock an earlier test's undo shell may still hold, 30 s at most. */
+/*
+ * The lock an earlier test's undo shell holds until it has undone what
+ * that test left; a close-on-exec descriptor at 10 or above, or -1.
+ */
 static int nu_undo_wait_lock(void)
 {
 	int fd = open(NU_UNDO_LOCK, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	int high = fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 10);
 
-	for (int i = 0; fd >= 0 && i < 300; i++) {
-		if (!flock(fd, LOCK_EX | LOCK_NB))
-			return fd;
-		usleep(100000);
-	}
-	fprintf(stderr, "# no undo: %s still locked after 30 s\n",
-		NU_UNDO_LOCK);
 	if (fd >= 0)
 		close(fd);
+	if (high < 0) {
+		fprintf(stderr, "# no undo list: %s: %s\n", NU_UNDO_LOCK,
+			strerror(errno));
+		return -1;
+	}
+	for (int i = 0; i < NU_UNDO_WAIT_S * 10; i++) {
+		if (!flock(high, LOCK_EX | LOCK_NB))
+			return high;
+		usleep(100000);
+	}
+	fprintf(stderr, "# no undo list: %s still locked after %d s\n",
+		NU_UNDO_LOCK, NU_UNDO_WAIT_S);
+	close(high);
 	return -1;
 }
 
-static int nu_undo_start(void)
+/*
+ * Every program waits for the last one's shell, so that the knobs it
+ * reads are back; only where one was ever used (the lock file exists).
+ */
+__attribute__((constructor)) static void nu_undo_wait_earlier(void)
+{
+	int fd;
+
+	if (access(NU_UNDO_LOCK, F_OK))
+		return;
+	fd = nu_undo_wait_lock();
+	if (fd >= 0)
+		close(fd);
+}
+
+/* The shell, with the pipe as its stdin, the lock as fd 3 and no more. */
+static int nu_undo_spawn(int in)
 {
 	static char *const argv[] = { "sh", "-c", (char *)nu_undo_sh, NULL };
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
-	int p[2], rc;
+	int rc;
 
-	nu_undo_lock = nu_undo_wait_lock();
-	if (nu_undo_lock < 0 || pipe2(p, O_CLOEXEC))
-		return -1;
 	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, p[0], 0);
+	posix_spawn_file_actions_adddup2(&fa, in, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
 	posix_spawn_file_actions_adddup2(&fa, nu_undo_lock, 3);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 34)
+	/* not the test's pipes and files: a mount must not stay busy */
+	posix_spawn_file_actions_addclosefrom_np(&fa, 4);
+#endif
 	posix_spawnattr_init(&attr);
 	/* out of the process group that the harness's timeout kills */
 	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
 	rc = posix_spawn(&nu_undo_pid, "/bin/sh", &fa, &attr, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&attr);
-	close(p[0]);
-	if (rc) {
-		close(p[1]);
-		nu_undo_pid = -1;
+	return rc;
+}
+
+static int nu_undo_start(void)
+{
+	int p[2];
+
+	if (nu_undo_fd >= 0)
+		return 0;
+	if (nu_undo_broken)
+		return -1;
+	nu_undo_broken = true;
+	nu_undo_lock = nu_undo_wait_lock();
+	if (nu_undo_lock < 0)
+		return -1;
+	if (pipe2(p, O_CLOEXEC)) {
+		close(nu_undo_lock);
+		nu_undo_lock = -1;
 		return -1;
 	}
+	if (nu_undo_spawn(p[0])) {
+		close(p[0]);
+		close(p[1]);
+		close(nu_undo_lock);
+		nu_undo_lock = -1;
+		return -1;
+	}
+	close(p[0]);
 	nu_undo_fd = p[1];
+	nu_undo_broken = false;
 	return 0;
+}
+
+/*
+ * One write of at most PIPE_BUF bytes (whole or not at all); a shell
+ * that died makes it fail with EPIPE, not kill the test with SIGPIPE.
+ */
+static int nu_undo_send(const char *rec, int n)
+{
+	struct timespec zero = { 0 };
+	sigset_t pipe_set, old;
+	ssize_t w;
+
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	w = write(nu_undo_fd, rec, n);
+	if (w < 0 && errno == EPIPE)
+		sigtimedwait(&pipe_set, NULL, &zero);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return w == n ? 0 : -1;
 }
 
 static int nu_undo_add(char op, const char *path, const char *val)
@@ -508,38 +583,55 @@ static int nu_undo_add(char op, const char *path, const char *val)
 	char rec[PIPE_BUF];
 	int n;
 
-	if (nu_undo_fd < 0 && nu_undo_start())
+	if (strpbrk(path, "\t\n") || strpbrk(val, "\t\n"))
 		return -1;
 	n = snprintf(rec, sizeof(rec), "%c\t%s\t%s\n", op, path, val);
-	if (n >= (int)sizeof(rec) || strchr(path, '\n') || strchr(val, '\n'))
+	if (n >= (int)sizeof(rec))
 		return -1;
-	/* one write of at most PIPE_BUF bytes: whole or not at all */
-	return write(nu_undo_fd, rec, n) == n ? 0 : -1;
+	return nu_undo_send(rec, n);
+}
+
+int nu_undo_begin(void)
+{
+	return nu_undo_start();
 }
 
 int nu_undo_knob(const char *path)
 {
-	char val[256];
+	char val[512];
+	int n;
 
-	if (nu_read_str(path, val, sizeof(val)) < 0)
+	/* the lock first: an earlier test's shell may be writing @path */
+	if (nu_undo_start())
+		return -1;
+	n = nu_read_str(path, val, sizeof(val));
+	if (n < 0 || n >= (int)sizeof(val) - 1)
 		return -1;
 	return nu_undo_add('k', path, val);
 }
 
 int nu_undo_umount(const char *path)
 {
-	return nu_undo_add('u', path, "");
+	return nu_undo_start() ? -1 : nu_undo_add('u', path, "");
 }
 
 int nu_undo_rmdir(const char *path)
 {
-	return nu_undo_add('d', path, "");
+	return nu_undo_start() ? -1 : nu_undo_add('d', path, "");
+}
+
+int nu_undo_huge_pool(int node)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), NU_HUGE_POOL, node, "nr_hugepages");
+	return nu_undo_knob(path);
 }
 
 void nu_undo_done(void)
 {
 	if (nu_undo_fd >= 0) {
-		if (write(nu_undo_fd, "q\n", 2) != 2)
+		if (nu_undo_send("q\n", 2))
 			fprintf(stderr, "# undo shell: %s\n", strerror(errno));
 		close(nu_undo_fd);
 		waitpid(nu_undo_pid, NULL, 0);
@@ -855,8 +947,6 @@ char *nu_anon_bound(size_t len, int mode, int nid, unsigned int seed)
 	return p;
 }
 
-#define NU_HUGE_POOL	"/sys/devices/system/node/node%d/hugepages/hugepages-2048kB/%s"
-
 bool nu_huge_pool(int node, long want, char *was, size_t len)
 {
 	char path[128], val[32];
@@ -876,14 +966,6 @@ bool nu_huge_pool(int node, long want, char *was, size_t len)
 		return false;
 	snprintf(path, sizeof(path), NU_HUGE_POOL, node, "free_hugepages");
 	return nu_read_str(path, val, sizeof(val)) >= 0 && atol(val) >= want;
-}
-
-int nu_undo_huge_pool(int node)
-{
-	char path[128];
-
-	snprintf(path, sizeof(path), NU_HUGE_POOL, node, "nr_hugepages");
-	return nu_undo_knob(path);
 }
 
 void nu_huge_pool_restore(int node, const char *was)

@@ -230,15 +230,19 @@ pid_t nu_fork_reader(const char *buf, unsigned long len, int cpu, int ready,
 /*
  * An undo list that outlives the test: the harness SIGKILLs a test that
  * runs past its timeout, with its process group, and no teardown runs.
- * Each nu_undo_*() call saves what to put back (@path's value now, a
- * mount point to detach, a directory to remove) with a shell of its own
- * session, spawned at the first call, which puts each back, last first,
- * once every process holding the test's end of its pipe has died.
- * nu_undo_done(), from a teardown that has put everything back itself,
- * ends it without touching anything and waits for it.  The first call
- * also waits (up to 30 s) for an earlier test's shell to finish its
- * undo.  0 or -1.
+ * nu_undo_begin() (or the first other call) waits up to 10 s for an
+ * earlier test's shell to finish its undo, so that the knobs read next
+ * are back, and spawns this test's, in a session of its own.  Each
+ * further call saves what to put back (@path's value now, a mount point
+ * to detach, a directory to remove): make it just before the change, so
+ * that a test that skips leaves nothing to undo.  The shell puts each
+ * back, last first, once every process holding the test's end of its
+ * pipe has died; nu_undo_done(), from a teardown that has put
+ * everything back itself, ends it without touching anything and waits
+ * for it.  Every program also waits for an earlier shell at its start.
+ * 0 or -1.
  */
+int nu_undo_begin(void);
 int nu_undo_knob(const char *path);
 int nu_undo_umount(const char *path);
 int nu_undo_rmdir(const char *path);
