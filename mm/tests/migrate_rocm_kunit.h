@@ -488,6 +488,21 @@ static void rocm_test_facts_anon(struct kunit *test)
  * for writing, even PROT_READ), neither the folio nor its read-only PTE
  * may move in place.  A mapping shows in the expected references.
  */
+/* A one-page tmpfs file, put when the test ends; skips without tmpfs. */
+static struct file *rocm_test_shmem_file(struct kunit *test)
+{
+	struct file *file;
+
+	if (!IS_ENABLED(CONFIG_SHMEM))
+		kunit_skip(test, "no tmpfs without CONFIG_SHMEM");
+	file = shmem_file_setup("rocm_kunit", PAGE_SIZE, VM_NORESERVE);
+	if (IS_ERR(file))
+		kunit_skip(test, "no tmpfs file (%ld)", PTR_ERR(file));
+	KUNIT_ASSERT_EQ(test, 0,
+			kunit_add_action_or_reset(test, rocm_test_fput, file));
+	return file;
+}
+
 static void rocm_test_facts_shmem(struct kunit *test)
 {
 	struct rocm_folio_facts f;
@@ -498,13 +513,7 @@ static void rocm_test_facts_shmem(struct kunit *test)
 	bool same = false;
 	long got;
 
-	if (!IS_ENABLED(CONFIG_SHMEM))
-		kunit_skip(test, "no tmpfs without CONFIG_SHMEM");
-	file = shmem_file_setup("rocm_kunit", PAGE_SIZE, VM_NORESERVE);
-	if (IS_ERR(file))
-		kunit_skip(test, "no tmpfs file (%ld)", PTR_ERR(file));
-	KUNIT_ASSERT_EQ(test, 0,
-			kunit_add_action_or_reset(test, rocm_test_fput, file));
+	file = rocm_test_shmem_file(test);
 	folio = shmem_read_folio(file->f_mapping, 0);
 	if (IS_ERR(folio))
 		kunit_skip(test, "no tmpfs folio (%ld)", PTR_ERR(folio));
@@ -590,13 +599,9 @@ static void rocm_test_memfd_pin_flag(struct kunit *test)
 	struct file *file;
 	pgoff_t off;
 
-	if (!IS_ENABLED(CONFIG_SHMEM) || !IS_ENABLED(CONFIG_MEMFD_CREATE))
+	if (!IS_ENABLED(CONFIG_MEMFD_CREATE))
 		kunit_skip(test, "no memfd_pin_folios() on tmpfs without CONFIG_MEMFD_CREATE");
-	file = shmem_file_setup("rocm_kunit", PAGE_SIZE, VM_NORESERVE);
-	if (IS_ERR(file))
-		kunit_skip(test, "no tmpfs file (%ld)", PTR_ERR(file));
-	KUNIT_ASSERT_EQ(test, 0,
-			kunit_add_action_or_reset(test, rocm_test_fput, file));
+	file = rocm_test_shmem_file(test);
 	/* a plain tmpfs file: F_SEAL_SEAL only, never pinned */
 	KUNIT_EXPECT_FALSE(test, mapping_memfd_pinned(file->f_mapping));
 	KUNIT_EXPECT_FALSE(test, rocm_pin_sealed(file->f_mapping));
