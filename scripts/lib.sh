@@ -3,22 +3,55 @@
 # Sourced, never run.  Callers have already done `set -euo pipefail`.
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-# shellcheck source=../BASE
-. "$REPO/BASE"
 
 # Everything generated lives outside the clone so that fresh clones build
 # incrementally.  Override with NUMA_MM_CACHE=/some/dir.
 CACHE=${NUMA_MM_CACHE:-$HOME/.cache/numa-mm}
-BASE_DIR=$CACHE/base/$BASE_TOPDIR	# pristine unpacked base, never modified
-TREE=$CACHE/tree			# base + overlay, what we build
-BUILD=$CACHE/build			# O= directory of the default build
-BUILD_DEBUG=$CACHE/build-debug		# O= directory of the --debug (KASAN) build
-BUILD_BENCH=$CACHE/build-bench		# O= directory of the --bench (no DEBUG_VM, lockdep) build
-BUILD_ARM64=$CACHE/build-arm64		# O= directory of the arm64 guest's kernel
+
+# Two bases.  7.3 is the primary: its overlay is the repository root.
+# 6.12 is the long-term-stable backport: its overlay is the root with
+# lts/6.12/ laid after it, a file there taking the place of the root's
+# file for the same upstream path.  Each base's home holds its BASE pin,
+# base.lock, series/ and results/.  port-7.3.pending names what the 7.3
+# overlay does not have yet.  A script's first option `--base B`, or
+# NUMA_MM_BASE=B, picks the base; children inherit it.
+BASES=(7.3 6.12)
+DEFAULT_BASE=6.12	# until the 7.3 port is done: see port-7.3.pending
+TEST_BASES=(6.12)	# what scripts/test tests without --base (7.3 joins once it runs a port)
+PENDING=$REPO/port-7.3.pending
+
+# select_base ID: read the base's pin and set the paths that follow it.
+select_base() {
+	case "$1" in
+	7.3) BASE_HOME=. ;;
+	6.12) BASE_HOME=lts/6.12 ;;
+	*) die "unknown base '$1' (bases: ${BASES[*]})" ;;
+	esac
+	# shellcheck source=../BASE
+	. "$REPO/$BASE_HOME/BASE"
+	[ "${BASE_ID:-}" = "$1" ] || die "$BASE_HOME/BASE says BASE_ID=$BASE_ID, not $1"
+	# 6.12's cache stays at the top of the cache directory, where it was
+	# before there were two bases (its builds' recorded paths stay valid);
+	# every other base has a directory of its own.  Shared by all: ccache,
+	# apt/, debs/, arm64-busybox/, vm-logs/.
+	BCACHE=$CACHE
+	[ "$BASE_ID" = 6.12 ] || BCACHE=$CACHE/$BASE_ID
+	BASE_DIR=$BCACHE/base/$BASE_TOPDIR	# pristine unpacked base, never modified
+	TREE=$BCACHE/tree			# base + overlay, what we build
+	BUILD=$BCACHE/build			# O= directory of the default build
+	BUILD_DEBUG=$BCACHE/build-debug		# O= directory of the --debug (KASAN) build
+	BUILD_BENCH=$BCACHE/build-bench		# O= directory of the --bench (no DEBUG_VM, lockdep) build
+	BUILD_ARM64=$BCACHE/build-arm64		# O= directory of the arm64 guest's kernel
+	LOCK=$REPO/$BASE_HOME/base.lock
+	SERIES_DIR=$REPO/$BASE_HOME/series
+	RESULTS=$REPO/$BASE_HOME/results
+	export NUMA_MM_BASE=$BASE_ID
+}
+
 JOBS=${JOBS:-$(nproc)}
 
 # Paths in the repository that are branch tooling, not kernel content.
-TOOLING_RE='^(scripts/|kunit/|series/|\.ci/|README\.md$|BASE$|\.gitignore$|results/)'
+TOOLING_RE='^(scripts/|kunit/|series/|\.ci/|README\.md$|BASE$|base\.lock$|port-[0-9.]+\.pending$|\.gitignore$|results/|lts/[^/]+/(BASE|base\.lock|README\.md)$|lts/[^/]+/(series|results)/)'
 
 _t0=$(date +%s)
 step() { printf '==> [%4ss] %s\n' "$(( $(date +%s) - _t0 ))" "$*" >&2; }
@@ -77,18 +110,87 @@ kmake() {
 		-j"$JOBS" "$@"
 }
 
-# The list of overlay files in the repo (kernel content, relative paths).
+# pending_globs: the root files 7.3 does not get yet ("file GLOB" lines
+# of port-7.3.pending); nothing on other bases.
+pending_globs() {
+	[ "$BASE_ID" = 7.3 ] && [ -f "$PENDING" ] || return 0
+	sed -n 's/^file[[:space:]]\{1,\}\([^[:space:]#]*\).*/\1/p' "$PENDING"
+}
+
+# pending_lines KIND: the other lines of port-7.3.pending (config OPT,
+# test NAME, kunit SUITE) on 7.3; nothing on other bases.
+pending_lines() {
+	[ "$BASE_ID" = 7.3 ] && [ -f "$PENDING" ] || return 0
+	awk -v k="$1" '$1 == k { print $2 }' "$PENDING"
+}
+
+# kunit_frag FILE DIR: the fragment to give kunit.py for the config
+# fragment FILE on the selected base.  FILE itself, unless the base drops
+# options: kunit/drop-BASE lists those it lacks or does not need, and
+# port-7.3.pending's "config" lines those not ported yet; then a copy of
+# FILE without them, written to DIR.
+kunit_frag() {
+	local f=$1 dir=$2 drop
+	drop=$({ sed -n 's/^\(CONFIG_[A-Za-z0-9_]*\).*/\1/p' "$REPO/kunit/drop-$BASE_ID" 2>/dev/null
+		 pending_lines config; } | paste -sd'|')
+	if [ -z "$drop" ]; then
+		printf '%s\n' "$f"
+		return 0
+	fi
+	mkdir -p "$dir"
+	grep -vE "^($drop)=" "$f" >"$dir/$(basename "$f").$BASE_ID" || true
+	printf '%s\n' "$dir/$(basename "$f").$BASE_ID"
+}
+
+# overlay_files: the repository paths laid on the selected base, in the
+# order of their upstream paths.  The root's files (less the pending ones
+# on 7.3), then the base's lts/ files, which win over the root's for the
+# same upstream path.
 overlay_files() {
+	local f globs
+	mapfile -t globs < <(pending_globs)
 	git -C "$REPO" ls-files --cached --others --exclude-standard |
 		grep -Ev "$TOOLING_RE" | while read -r f; do
-			[ -f "$REPO/$f" ] && printf '%s\n' "$f"
-		done | sort -u
+			[ -f "$REPO/$f" ] || continue
+			case "$f" in
+			lts/*)
+				[ "${f#"$BASE_HOME"/}" != "$f" ] || continue ;;
+			*)
+				local g skip=0
+				for g in "${globs[@]}"; do
+					# shellcheck disable=SC2053
+					[[ $f == $g ]] && skip=1
+				done
+				[ $skip = 0 ] || continue ;;
+			esac
+			printf '%s\t%s\t%s\n' "${f#lts/*/}" "$(upstream_of "$f")" "$f"
+		done | LC_ALL=C sort -u | awk -F'\t' '
+			{ if (!($2 in src) || $3 ~ /^lts\//) src[$2] = $3
+			  if (!($2 in seen)) { seen[$2] = 1; order[n++] = $2 } }
+			END { for (i = 0; i < n; i++) print src[order[i]] }'
+}
+
+# overlay_rel: overlay_files relative to their base home (the upstream
+# path, with .patch kept).
+overlay_rel() {
+	overlay_files | sed 's,^lts/[^/]*/,,'
 }
 
 # upstream_of FILE: the base path an overlay file lands on.
 upstream_of() {
-	case "$1" in
-	*.patch) printf '%s\n' "${1%.patch}" ;;
-	*) printf '%s\n' "$1" ;;
+	local f=${1#lts/*/}
+	case "$f" in
+	*.patch) printf '%s\n' "${f%.patch}" ;;
+	*) printf '%s\n' "$f" ;;
 	esac
 }
+
+# The base: `--base B` as the caller's first option (taken off its
+# arguments), else NUMA_MM_BASE, else the default.
+if [ "${1:-}" = --base ]; then
+	[ $# -ge 2 ] || die "--base wants one of: ${BASES[*]}"
+	select_base "$2"
+	shift 2
+else
+	select_base "${NUMA_MM_BASE:-$DEFAULT_BASE}"
+fi
