@@ -46,7 +46,7 @@ static atomic_long_t migrate_order_sorted, migrate_order_kept;
 /* Where a folio sorts in a batch: by mapping, then offset, then PFN. */
 struct migrate_order_key {
 	unsigned long mapping;	/* folio->mapping with its flag bits */
-	unsigned long index;	/* offset in it; 0 for KSM and movable_ops */
+	unsigned long index;	/* offset in it; 0 for KSM (6.12: movable_ops) */
 	unsigned long pfn;
 };
 
@@ -55,7 +55,7 @@ static void order_key_set(struct migrate_order_key *key, unsigned long mapping,
 {
 	key->mapping = mapping;
 	/* ->index is an offset only in a file or an anon_vma */
-	key->index = mapping & PAGE_MAPPING_MOVABLE ? 0 : index;
+	key->index = mapping & FOLIO_MAPPING_ANON_KSM ? 0 : index;
 	key->pfn = pfn;
 }
 

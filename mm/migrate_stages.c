@@ -125,6 +125,12 @@ static const char * const ms_reason_names[MS_REASONS] = {
 	[MS_NO_REASON]		= "none",
 };
 
+/* A reason newer than this table (7.3's MR_NEVER names no migration). */
+static const char *ms_reason_name(unsigned int r)
+{
+	return r < MS_REASONS && ms_reason_names[r] ? ms_reason_names[r] : "?";
+}
+
 /* Guards ms_debugfs_on, ms_gen and the allocation of ms_stats. */
 static DEFINE_MUTEX(ms_lock);
 static bool ms_debugfs_on;
@@ -476,11 +482,21 @@ void __migrate_stage_run_done(struct migrate_stage_ctx *ctx,
 }
 
 #ifdef CONFIG_ARCH_WANT_BATCHED_UNMAP_TLB_FLUSH
-/* How many CPUs the pending batched flush will interrupt. */
+/*
+ * How many CPUs the pending batched flush will interrupt: none when x86
+ * broadcasts it with INVLPGB (7.3, AMD), which it does once the batch
+ * unmapped a page.
+ */
 static unsigned int ms_flush_breadth(void)
 {
 #ifdef CONFIG_X86
-	return cpumask_weight(&current->tlb_ubc.arch.cpumask);
+	struct arch_tlbflush_unmap_batch *batch = &current->tlb_ubc.arch;
+
+#ifdef X86_FEATURE_INVLPGB
+	if (cpu_feature_enabled(X86_FEATURE_INVLPGB) && batch->unmapped_pages)
+		return 0;
+#endif
+	return cpumask_weight(&batch->cpumask);
 #else
 	return 0;
 #endif
@@ -649,7 +665,7 @@ static u64 ms_folio_moved(struct migrate_stage_batch *b, int pass, int rc,
 		return 0;
 	}
 	/* only a sampled folio has a slot */
-	if (rc != MIGRATEPAGE_SUCCESS || !b->cur || !b->cur->t_unmap)
+	if (rc || !b->cur || !b->cur->t_unmap)
 		return 0;
 	window = now > b->cur->t_unmap ? now - b->cur->t_unmap : 0;
 	ms_batch_add(b, MIGRATE_STAGE_WINDOW, window);
@@ -871,7 +887,7 @@ static int ms_show(struct seq_file *m, void *v)
 			if (!cnt)
 				continue;
 			if (!any)
-				seq_printf(m, "reason %s", ms_reason_names[r]);
+				seq_printf(m, "reason %s", ms_reason_name(r));
 			any = true;
 			seq_printf(m, " %s=%llu/%llu", ms_stage_names[st], cnt,
 				   div64_u64(sum->sum_ns[r][st], cnt));
@@ -966,7 +982,7 @@ static int ms_log_show(struct seq_file *m, void *v)
 		return 0;
 	}
 	seq_printf(m, "%llu,%s,%d,%u,%d,%#lx,%#lx,%u,%llu,%llu,%llu,%llu,%llu,%llu\n",
-		   r->ts, r->reason < MS_REASONS ? ms_reason_names[r->reason] : "?",
+		   r->ts, ms_reason_name(r->reason),
 		   r->mode, r->pass, r->rc, r->src_pfn, r->dst_pfn, r->order,
 		   r->alloc_ns, r->unmap_ns, r->copy_ns, r->mapping_ns,
 		   r->remap_ns, r->window_ns);

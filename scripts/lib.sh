@@ -17,7 +17,7 @@ CACHE=${NUMA_MM_CACHE:-$HOME/.cache/numa-mm}
 # NUMA_MM_BASE=B, picks the base; children inherit it.
 BASES=(7.3 6.12)
 DEFAULT_BASE=6.12	# until the 7.3 port is done: see port-7.3.pending
-TEST_BASES=(6.12)	# what scripts/test tests without --base (7.3 joins once it runs a port)
+TEST_BASES=(7.3 6.12)	# what scripts/test tests without --base
 PENDING=$REPO/port-7.3.pending
 
 # select_base ID: read the base's pin and set the paths that follow it.
@@ -108,6 +108,18 @@ kmake() {
 	CCACHE_DIR=${CCACHE_DIR:-$CACHE/ccache} CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-8G} \
 		make -C "$TREE" O="$out" ARCH=x86_64 CC="$cc" HOSTCC=gcc \
 		-j"$JOBS" "$@"
+}
+
+# tcg_path: a directory to put first on kunit.py's PATH, where
+# qemu-system-x86_64 and qemu-system-aarch64 are scripts/qemu-tcg, which
+# keeps qemu on TCG whatever accelerators kunit.py asks for.
+tcg_path() {
+	local d=$CACHE/tcg-bin a
+	mkdir -p "$d"
+	for a in x86_64 aarch64; do
+		ln -sfn "$REPO/scripts/qemu-tcg" "$d/qemu-system-$a"
+	done
+	printf '%s\n' "$d"
 }
 
 # pending_globs: the root files 7.3 does not get yet ("file GLOB" lines

@@ -98,6 +98,8 @@ struct migrate_stage_ctx {
 	struct migrate_stage_batch *b;	/* the batch's record, or NULL */
 	int reason;			/* enum migrate_reason */
 	bool on;			/* time what runs under this context */
+	int move_pass;			/* pass of migrate_stage_move_next() */
+	unsigned int move_idx;		/* and the folio it is at in the pass */
 };
 
 DECLARE_STATIC_KEY_FALSE(migrate_stages_key);
@@ -366,6 +368,37 @@ static inline void migrate_stage_folio_moved(struct migrate_stage_ctx *ctx,
 		b->nr_retried++;
 }
 
+/*
+ * For a move loop that does not know its batch (migrate_folios_move()):
+ * the batch says which pass over its unmapped folios begins, and the loop
+ * marks each folio it moves; the context is the task's innermost one.
+ */
+static inline void migrate_stage_move_pass(struct migrate_stage_ctx *ctx,
+					   int pass)
+{
+	ctx->move_pass = pass;
+	ctx->move_idx = 0;
+}
+
+static inline void migrate_stage_move_next(struct folio *src,
+					   struct folio *dst)
+{
+	struct migrate_stage_ctx *ctx = current->migrate_stage_ctx;
+
+	if (ctx->b)
+		migrate_stage_folio_move_begin(ctx, src, dst, ctx->move_idx,
+					       ctx->move_pass);
+}
+
+static inline void migrate_stage_move_done(int rc)
+{
+	struct migrate_stage_ctx *ctx = current->migrate_stage_ctx;
+
+	if (ctx->b)
+		migrate_stage_folio_moved(ctx, ctx->move_idx++,
+					  ctx->move_pass, rc);
+}
+
 /* The folio being unmapped was moved in place (ROCM): no unmapped window. */
 static inline void migrate_stage_rocm(void)
 {
@@ -417,6 +450,11 @@ static inline void migrate_stage_folio_moved(struct migrate_stage_ctx *ctx,
 					     unsigned int idx, int pass, int rc) { }
 static inline void migrate_stage_folio_select(struct migrate_stage_ctx *ctx,
 					      unsigned int idx) { }
+static inline void migrate_stage_move_pass(struct migrate_stage_ctx *ctx,
+					   int pass) { }
+static inline void migrate_stage_move_next(struct folio *src,
+					   struct folio *dst) { }
+static inline void migrate_stage_move_done(int rc) { }
 static inline void migrate_stage_rocm_begin(struct migrate_stage_ctx *ctx) { }
 static inline void migrate_stage_rocm_done(struct migrate_stage_ctx *ctx,
 					   unsigned int idx, unsigned int nr,

@@ -13,7 +13,7 @@
 
 /* Stand-ins for two anon_vmas and a file: only their addresses are used. */
 static unsigned long mo_objs[3] __aligned(8);
-#define MO_ANON(i)	((unsigned long)&mo_objs[i] | PAGE_MAPPING_ANON)
+#define MO_ANON(i)	((unsigned long)&mo_objs[i] | FOLIO_MAPPING_ANON)
 #define MO_FILE		((unsigned long)&mo_objs[2])
 
 struct mo_ctx {
@@ -94,14 +94,15 @@ static void mo_key(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, k.index, 7UL);
 
 	/* KSM and movable_ops: ->index is no offset, PFN decides */
-	mo_set(c->f[2], (unsigned long)&mo_objs[0] | PAGE_MAPPING_KSM, 9);
+	mo_set(c->f[2], (unsigned long)&mo_objs[0] | FOLIO_MAPPING_KSM, 9);
 	migrate_order_key_of(c->f[2], &k);
 	KUNIT_EXPECT_EQ(test, k.index, 0UL);
 	/*
-	 * Not on a live page: compaction would take a page whose mapping
-	 * says movable_ops for one and call its isolate_page().
+	 * The KSM bit alone (movable_ops pages' mark on 6.12).  Not on
+	 * a live page: compaction on 6.12 would take a page marked
+	 * so for a movable_ops one and call its isolate_page().
 	 */
-	order_key_set(&k, (unsigned long)&mo_objs[0] | PAGE_MAPPING_MOVABLE,
+	order_key_set(&k, (unsigned long)&mo_objs[0] | FOLIO_MAPPING_ANON_KSM,
 		      9, 5);
 	KUNIT_EXPECT_EQ(test, k.index, 0UL);
 	KUNIT_EXPECT_EQ(test, k.pfn, 5UL);
@@ -215,7 +216,7 @@ static void mo_sort(struct kunit *test)
 	for (i = 0; i < MO_NR; i++)
 		mo_set(c->f[i], i % 3 == 2 ? MO_FILE : MO_ANON(i % 3),
 		       (i * 7) % MO_NR);
-	mo_set(c->f[5], (unsigned long)&mo_objs[1] | PAGE_MAPPING_KSM, 3);
+	mo_set(c->f[5], (unsigned long)&mo_objs[1] | FOLIO_MAPPING_KSM, 3);
 	mo_list(c, shuffled, MO_NR);
 	__migrate_order_batch(&c->list);
 	mo_check_sorted(test, c, MO_NR);

@@ -252,14 +252,14 @@ static void ms_test_ctx_window(struct kunit *test)
 
 	/* Pass 0: folio 0 moved at 1000, folio 1 failed, folio 2 at 1300. */
 	ms_test_at(b, 0, 0);
-	KUNIT_EXPECT_EQ(test, 900ULL, ms_folio_moved(b, 0, MIGRATEPAGE_SUCCESS, 1000));
+	KUNIT_EXPECT_EQ(test, 900ULL, ms_folio_moved(b, 0, 0, 1000));
 	ms_test_at(b, 1, 0);
 	KUNIT_EXPECT_EQ(test, 0ULL, ms_folio_moved(b, 0, -EAGAIN, 1100));
 	ms_test_at(b, 2, 0);
-	KUNIT_EXPECT_EQ(test, 1000ULL, ms_folio_moved(b, 0, MIGRATEPAGE_SUCCESS, 1300));
+	KUNIT_EXPECT_EQ(test, 1000ULL, ms_folio_moved(b, 0, 0, 1300));
 	/* Pass 1: folio 1 retried; no window, counted as retried. */
 	ms_test_at(b, 0, 1);
-	KUNIT_EXPECT_EQ(test, 0ULL, ms_folio_moved(b, 1, MIGRATEPAGE_SUCCESS, 1500));
+	KUNIT_EXPECT_EQ(test, 0ULL, ms_folio_moved(b, 1, 0, 1500));
 
 	KUNIT_EXPECT_EQ(test, 2U, b->count[MIGRATE_STAGE_WINDOW]);
 	KUNIT_EXPECT_EQ(test, 1900ULL, b->ns[MIGRATE_STAGE_WINDOW]);
@@ -269,7 +269,7 @@ static void ms_test_ctx_window(struct kunit *test)
 	/* A clock that went backwards never yields a huge window. */
 	b->slots[0].t_unmap = 5000;
 	ms_test_at(b, 0, 0);
-	KUNIT_EXPECT_EQ(test, 0ULL, ms_folio_moved(b, 0, MIGRATEPAGE_SUCCESS, 4000));
+	KUNIT_EXPECT_EQ(test, 0ULL, ms_folio_moved(b, 0, 0, 4000));
 
 	/* An unsampled folio is counted but has no slot. */
 	b = ms_test_batch(test, 2, 2, 1);
@@ -296,7 +296,48 @@ static void ms_test_ctx_window(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, page_to_pfn(page), b->cur_src_pfn);
 	__free_page(page);
 	KUNIT_EXPECT_EQ(test, t1 + 10 - b->slots[0].t_unmap,
-			ms_folio_moved(b, 0, MIGRATEPAGE_SUCCESS, t1 + 10));
+			ms_folio_moved(b, 0, 0, t1 + 10));
+}
+
+/*
+ * A move loop that finds its batch through the task (7.3's
+ * migrate_folios_move()): each pass restarts the folio index, so the
+ * first pass meets the unmap order's slots, and a retry pass, at index 0
+ * of a shorter list, is counted as retried without a WINDOW.
+ */
+static void ms_test_move_loop(struct kunit *test)
+{
+	struct migrate_stage_batch *b = ms_test_batch(test, 3, 1, 0);
+	struct migrate_stage_ctx ctx;
+	struct page *page;
+	struct folio *f;
+	int i;
+
+	page = alloc_page(GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, page);
+	f = page_folio(page);
+	migrate_stage_push(&ctx, MR_SYSCALL);
+	ctx.on = true;
+	ctx.b = b;
+	for (i = 0; i < 3; i++)
+		ms_test_unmap(&ctx, 1);
+	/* pass 0: the middle folio is busy */
+	migrate_stage_move_pass(&ctx, 0);
+	for (i = 0; i < 3; i++) {
+		migrate_stage_move_next(f, f);
+		KUNIT_EXPECT_PTR_EQ(test, &b->slots[i], b->cur);
+		migrate_stage_move_done(i == 1 ? -EAGAIN : 0);
+	}
+	migrate_stage_move_pass(&ctx, 1);
+	migrate_stage_move_next(f, f);
+	KUNIT_EXPECT_NULL(test, b->cur);
+	migrate_stage_move_done(0);
+	migrate_stage_pop(&ctx);
+	__free_page(page);
+
+	KUNIT_EXPECT_EQ(test, 2U, b->count[MIGRATE_STAGE_WINDOW]);
+	KUNIT_EXPECT_EQ(test, 1U, b->nr_retried);
+	KUNIT_EXPECT_EQ(test, 1U, ctx.move_idx);
 }
 
 /* The per-folio ring keeps the newest records, oldest first on read. */
@@ -350,8 +391,8 @@ static void ms_test_folio_record(struct kunit *test)
 	ms_slot_add(slot, MIGRATE_STAGE_COPY, 3);	/* a retried copy adds */
 	ms_slot_add(slot, MIGRATE_STAGE_MAPPING, 4);
 	ms_slot_add(slot, MIGRATE_STAGE_REMAP, 50);
-	window = ms_folio_moved(b, 0, MIGRATEPAGE_SUCCESS, 5000);
-	ms_fill_rec(&rec, b, MR_DEMOTION, MIGRATEPAGE_SUCCESS, 5000, window);
+	window = ms_folio_moved(b, 0, 0, 5000);
+	ms_fill_rec(&rec, b, MR_DEMOTION, 0, 5000, window);
 	KUNIT_EXPECT_EQ(test, 4000ULL, rec.window_ns);
 	KUNIT_EXPECT_EQ(test, 11ULL, rec.alloc_ns);
 	KUNIT_EXPECT_EQ(test, 22ULL, rec.unmap_ns);
@@ -702,6 +743,7 @@ static struct kunit_case migrate_stages_test_cases[] = {
 	KUNIT_CASE(ms_test_enable_reset),
 	KUNIT_CASE(ms_test_reset_generation),
 	KUNIT_CASE(ms_test_ctx_window),
+	KUNIT_CASE(ms_test_move_loop),
 	KUNIT_CASE(ms_test_ring),
 	KUNIT_CASE(ms_test_folio_record),
 	KUNIT_CASE(ms_test_rocm_hold),
