@@ -58,6 +58,8 @@
 #include <linux/migrate_flush.h>
 #include <linux/sysctl.h>
 
+#include "internal.h"
+
 DEFINE_STATIC_KEY_TRUE(migrate_defer_flush_key);
 
 /* At most this many pages in a fallback group, as in an async batch. */
@@ -99,7 +101,7 @@ static void migrate_group_facts_of(struct folio *folio,
 				   struct migrate_group_facts *f)
 {
 	/* as migrate_folio_unmap() reads it: racy, the folio is isolated */
-	f->movable_ops = data_race(__folio_test_movable(folio));
+	f->movable_ops = data_race(page_has_movable_ops(&folio->page));
 	f->anon = folio_test_anon(folio);
 	f->large = folio_test_large(folio);
 	f->locked = folio_test_locked(folio);
@@ -147,6 +149,73 @@ int migrate_fallback_group(struct list_head *from, struct list_head *batch)
 		joined++;
 	}
 	return joined;
+}
+
+/**
+ * migrate_fallback_next - the next batch of the synchronous fallback
+ * @fb: the fallback's state
+ * @from: the folios still to try; the first leads the batch
+ * @batch: an empty list, for the batch
+ *
+ * Moves the first folio of @from to @batch, and the folios that may share
+ * its batch while @fb->grouping (migrate_fallback_group()).
+ */
+void migrate_fallback_next(struct migrate_fallback *fb, struct list_head *from,
+			   struct list_head *batch)
+{
+	list_move(from->next, batch);
+	fb->grouped = fb->grouping ? migrate_fallback_group(from, batch) : 0;
+}
+
+/**
+ * migrate_fallback_done - a batch of the synchronous fallback is done
+ * @fb: the fallback's state
+ * @from: the folios still to try
+ * @batch: what migrate_pages_batch() left of the batch
+ * @rc: what migrate_pages_batch() returned for it
+ * @nr_failed_pages: migrate_pages_batch()'s count of failed pages
+ *
+ * Folios of a group still on @batch stayed busy through every pass (a
+ * follower is only trylocked, and so is the leader once a follower is
+ * locked).  They move to @fb->solo, to get a batch each once the groups
+ * are done, as the per-folio fallback would have given them, and what
+ * migrate_pages_batch() counted as their failure is taken back: a group
+ * holds order-0 folios only, one page each.  On an error (@rc < 0) the
+ * folios of @fb->solo go back to @from, untried as the rest of it.
+ *
+ * Return: @rc, less the folios moved to @fb->solo.
+ */
+int migrate_fallback_done(struct migrate_fallback *fb, struct list_head *from,
+			  struct list_head *batch, int rc, int *nr_failed_pages)
+{
+	struct folio *folio;
+	int n = 0;
+
+	if (fb->grouped && rc > 0) {
+		list_for_each_entry(folio, batch, lru)
+			n++;
+		list_splice_tail_init(batch, &fb->solo);
+		*nr_failed_pages -= n;
+		rc -= n;
+	}
+	if (rc < 0 || list_empty(from)) {
+		list_splice_tail_init(&fb->solo, from);
+		if (rc >= 0)
+			fb->grouping = false;
+	}
+	return rc;
+}
+
+/*
+ * Unmap the hugetlb folio @src for unmap_and_move_huge_page(), which chose
+ * @ttu: a folio mapped more than once queues its flushes (x86, see
+ * migrate_hugetlb_ttu_flags()), and they are run here as one round.
+ */
+void migrate_hugetlb_unmap(struct folio *src, enum ttu_flags ttu)
+{
+	try_to_migrate(src, migrate_hugetlb_ttu_flags(src, ttu));
+	migrate_flush_debug_delay();
+	try_to_unmap_flush();
 }
 
 #ifdef CONFIG_SYSCTL

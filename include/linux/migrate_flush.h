@@ -6,10 +6,25 @@
 #ifndef _LINUX_MIGRATE_FLUSH_H
 #define _LINUX_MIGRATE_FLUSH_H
 
+#include <linux/hugetlb.h>
 #include <linux/jump_label.h>
 #include <linux/migrate_mode.h>
 #include <linux/mm.h>
 #include <linux/rmap.h>
+#include <asm/tlbflush.h>
+
+/*
+ * migrate_pages_sync()'s per-folio fallback, as batches: a leader and
+ * the followers migrate_fallback_next() finds for it, or one folio.
+ */
+struct migrate_fallback {
+	struct list_head solo;	/* left busy by a group: a batch each, later */
+	bool grouping;		/* groups are still formed */
+	int grouped;		/* followers in the batch in flight */
+};
+
+#define MIGRATE_FALLBACK_INIT(name)					\
+	{ .solo = LIST_HEAD_INIT((name).solo), .grouping = true }
 
 #ifdef CONFIG_MIGRATE_DEFER_FLUSH
 DECLARE_STATIC_KEY_TRUE(migrate_defer_flush_key);
@@ -41,6 +56,10 @@ static inline enum ttu_flags migrate_unmap_ttu_flags(enum migrate_mode mode,
 }
 
 int migrate_fallback_group(struct list_head *from, struct list_head *batch);
+void migrate_fallback_next(struct migrate_fallback *fb, struct list_head *from,
+			   struct list_head *batch);
+int migrate_fallback_done(struct migrate_fallback *fb, struct list_head *from,
+			  struct list_head *batch, int rc, int *nr_failed_pages);
 
 /*
  * The mode migrate_pages_batch() unmaps the next folio of a batch in.  In
@@ -81,6 +100,23 @@ static inline enum ttu_flags migrate_hugetlb_ttu_flags(struct folio *src,
 		return ttu | TTU_BATCH_FLUSH;
 	return ttu;
 }
+
+/*
+ * Defer the flush of a PMD or hugetlb entry that try_to_migrate() clears
+ * with @flags?  x86 only: its queued flush invalidates whole TLBs, while
+ * arm64 and riscv queue invalidations of the range at the PTE level,
+ * which need not cover a block entry.
+ */
+static inline bool migrate_defer_huge(struct mm_struct *mm,
+				      enum ttu_flags flags)
+{
+#if defined(CONFIG_X86) && defined(CONFIG_ARCH_WANT_BATCHED_UNMAP_TLB_FLUSH)
+	return migrate_defer_flush_enabled() && (flags & TTU_BATCH_FLUSH) &&
+	       arch_tlbbatch_should_defer(mm);
+#else
+	return false;
+#endif
+}
 #else
 static inline bool migrate_defer_flush_enabled(void)
 {
@@ -106,6 +142,27 @@ static inline int migrate_fallback_group(struct list_head *from,
 	return 0;
 }
 
+static inline void migrate_fallback_next(struct migrate_fallback *fb,
+					 struct list_head *from,
+					 struct list_head *batch)
+{
+	list_move(from->next, batch);
+}
+
+static inline int migrate_fallback_done(struct migrate_fallback *fb,
+					struct list_head *from,
+					struct list_head *batch, int rc,
+					int *nr_failed_pages)
+{
+	return rc;
+}
+
+static inline bool migrate_defer_huge(struct mm_struct *mm,
+				      enum ttu_flags flags)
+{
+	return false;
+}
+
 static inline enum migrate_mode migrate_group_unmap_mode(enum migrate_mode mode,
 							 bool grouped,
 							 struct list_head *unmapped)
@@ -114,13 +171,78 @@ static inline enum migrate_mode migrate_group_unmap_mode(enum migrate_mode mode,
 }
 #endif
 
+/*
+ * Is migrate_pages_batch() given a fallback group?  An asynchronous batch
+ * may hold many folios; a synchronous one holds one, unless it is a group.
+ */
+static inline bool migrate_batch_grouped(enum migrate_mode mode,
+					 struct list_head *from)
+{
+	bool grouped = mode != MIGRATE_ASYNC && !list_empty(from) &&
+		       !list_is_singular(from);
+
+	VM_WARN_ON_ONCE(grouped && !IS_ENABLED(CONFIG_MIGRATE_DEFER_FLUSH));
+	return grouped;
+}
+
+/*
+ * What migrate_folio_unmap() returns for a folio under writeback that it
+ * may not wait for: a group's follower (unmapped asynchronously, see
+ * migrate_group_unmap_mode()) is tried again, in a batch of its own once
+ * the groups are done; any other folio has failed.
+ */
+static inline int migrate_writeback_busy(enum migrate_mode mode, bool grouped)
+{
+	return grouped && mode == MIGRATE_ASYNC ? -EAGAIN : -EBUSY;
+}
+
 #ifdef CONFIG_MIGRATE_DEFER_FLUSH
 void migrate_defer_flush_pmd(struct mm_struct *mm, pmd_t pmdval,
 			     unsigned long uaddr);
+void migrate_defer_flush_huge(struct mm_struct *mm, pte_t pteval,
+			      unsigned long addr, unsigned long size);
 #else
 static inline void migrate_defer_flush_pmd(struct mm_struct *mm, pmd_t pmdval,
 					   unsigned long uaddr)
 {
+}
+
+static inline void migrate_defer_flush_huge(struct mm_struct *mm, pte_t pteval,
+					    unsigned long addr,
+					    unsigned long size)
+{
+}
+#endif
+
+/*
+ * Clear the hugetlb entry at @addr of @vma, which maps a folio of @sz
+ * bytes being migrated, and return it: its flush queued when
+ * migrate_defer_huge() allows, else done now.  Without
+ * CONFIG_HUGETLB_PAGE there are no hugetlb folios.
+ */
+static inline pte_t migrate_hugetlb_clear(struct vm_area_struct *vma,
+					  unsigned long addr, pte_t *ptep,
+					  unsigned long sz,
+					  enum ttu_flags flags)
+{
+#ifdef CONFIG_HUGETLB_PAGE
+	if (migrate_defer_huge(vma->vm_mm, flags)) {
+		pte_t pteval = huge_ptep_get_and_clear(vma->vm_mm, addr, ptep,
+						       sz);
+
+		migrate_defer_flush_huge(vma->vm_mm, pteval, addr, sz);
+		return pteval;
+	}
+#endif
+	return huge_ptep_clear_flush(vma, addr, ptep);
+}
+
+#ifdef CONFIG_MIGRATE_DEFER_FLUSH
+void migrate_hugetlb_unmap(struct folio *src, enum ttu_flags ttu);
+#else
+static inline void migrate_hugetlb_unmap(struct folio *src, enum ttu_flags ttu)
+{
+	try_to_migrate(src, ttu);
 }
 #endif
 

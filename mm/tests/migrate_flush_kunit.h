@@ -2,9 +2,11 @@
 /*
  * KUnit tests for the fallback grouping rule of mm/migrate_flush.c: which
  * folios may share a synchronous fallback batch, and in which mode each
- * folio of such a batch is unmapped.  Included from mm/migrate_flush.c.
+ * folio of such a batch is unmapped, and what becomes of a group's busy
+ * folios.  Included from mm/migrate_flush.c.
  */
 #include <kunit/test.h>
+#include <linux/migrate_order.h>	/* FOLIO_MAPPING_ANON on 6.12 */
 
 /* An order-0 anon folio nobody holds: may lead and may follow. */
 static const struct migrate_group_facts mg_plain = { .anon = true };
@@ -146,7 +148,7 @@ static void mg_test_group(struct kunit *test)
 		/* not on the LRU: compaction passes them by */
 		if (i < 4)
 			f[i]->mapping = (struct address_space *)
-				((unsigned long)&mg_anon_vma | PAGE_MAPPING_ANON);
+				((unsigned long)&mg_anon_vma | FOLIO_MAPPING_ANON);
 	}
 	list_add_tail(&f[0]->lru, &batch);
 	for (i = 1; i < 5; i++)
@@ -174,11 +176,89 @@ static void mg_test_group(struct kunit *test)
 	}
 }
 
+static int mg_count(struct list_head *list)
+{
+	struct list_head *pos;
+	int n = 0;
+
+	list_for_each(pos, list)
+		n++;
+	return n;
+}
+
+/*
+ * A group's folios left busy wait on the side until @from is empty, their
+ * failure taken back; then they come back to @from, and no more groups
+ * are formed.  An error returns them to @from at once.  Plain folios (no
+ * anon mark) stand in: only their lru links are used.
+ */
+static void mg_test_done(struct kunit *test)
+{
+	struct migrate_fallback fb = MIGRATE_FALLBACK_INIT(fb);
+	struct folio *f[4];
+	LIST_HEAD(from);
+	LIST_HEAD(batch);
+	int i, failed = 5;
+
+	for (i = 0; i < 4; i++) {
+		f[i] = folio_alloc(GFP_KERNEL, 0);
+		if (!f[i]) {
+			while (i--)
+				folio_put(f[i]);
+			kunit_skip(test, "no memory for test folios");
+		}
+	}
+	/* a group of three: two stayed busy, one more failed for good */
+	list_add_tail(&f[0]->lru, &batch);
+	list_add_tail(&f[1]->lru, &batch);
+	list_add_tail(&f[2]->lru, &from);
+	fb.grouped = 2;
+	KUNIT_EXPECT_EQ(test, migrate_fallback_done(&fb, &from, &batch, 3,
+						    &failed), 1);
+	KUNIT_EXPECT_EQ(test, failed, 3);
+	KUNIT_EXPECT_TRUE(test, list_empty(&batch));
+	KUNIT_EXPECT_EQ(test, mg_count(&fb.solo), 2);
+	KUNIT_EXPECT_EQ(test, mg_count(&from), 1);
+	KUNIT_EXPECT_TRUE(test, fb.grouping);
+
+	/* the last batch, alone, moved: the busy two come back to @from */
+	list_move(from.next, &batch);
+	list_del_init(&f[2]->lru);
+	fb.grouped = 0;
+	KUNIT_EXPECT_EQ(test, migrate_fallback_done(&fb, &from, &batch, 0,
+						    &failed), 0);
+	KUNIT_EXPECT_EQ(test, failed, 3);
+	KUNIT_EXPECT_EQ(test, mg_count(&from), 2);
+	KUNIT_EXPECT_PTR_EQ(test, list_first_entry(&from, struct folio, lru),
+			    f[0]);
+	KUNIT_EXPECT_TRUE(test, list_empty(&fb.solo));
+	KUNIT_EXPECT_FALSE(test, fb.grouping);
+
+	/* an error: the side list goes back to @from, untried */
+	fb = (struct migrate_fallback)MIGRATE_FALLBACK_INIT(fb);
+	list_move_tail(&f[0]->lru, &fb.solo);
+	list_move_tail(&f[1]->lru, &batch);
+	list_add_tail(&f[3]->lru, &from);
+	fb.grouped = 1;
+	KUNIT_EXPECT_EQ(test, migrate_fallback_done(&fb, &from, &batch,
+						    -ENOMEM, &failed), -ENOMEM);
+	KUNIT_EXPECT_EQ(test, failed, 3);
+	KUNIT_EXPECT_EQ(test, mg_count(&from), 2);
+	KUNIT_EXPECT_EQ(test, mg_count(&batch), 1);
+	KUNIT_EXPECT_TRUE(test, fb.grouping);
+
+	for (i = 0; i < 4; i++) {
+		list_del(&f[i]->lru);
+		folio_put(f[i]);
+	}
+}
+
 static struct kunit_case migrate_flush_cases[] = {
 	KUNIT_CASE(mg_test_rule),
 	KUNIT_CASE(mg_test_unmap_mode),
 	KUNIT_CASE(mg_test_ttu_flags),
 	KUNIT_CASE(mg_test_group),
+	KUNIT_CASE(mg_test_done),
 	{}
 };
 

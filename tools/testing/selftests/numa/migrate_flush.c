@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * migrate_flush: TLB shootdown rounds of the synchronous migration
- * fallback, with vm.migrate_defer_flush off (stock 6.12: one round per
+ * fallback, with vm.migrate_defer_flush off (stock: one round per
  * present PTE of a process live on another CPU) and on (one round per
  * group of folios that may share a fallback batch).
  *
@@ -15,9 +15,9 @@
  *
  * The hugetlb variants map NR_HUGE 2 MiB pages of a hugetlb memfd
  * MAP_SHARED, or of a private mapping COW-shared by fork, in the same
- * processes: hugetlb folios migrate one at a time, and stock 6.12 flushes
+ * processes: hugetlb folios migrate one at a time, and stock kernels flush
  * once per mapping; deferred, once per folio.  The
- * thp variant COW-shares NR_HUGE PMD-mapped THPs: stock 6.12 flushes each
+ * thp variant COW-shares NR_HUGE PMD-mapped THPs: stock kernels flush each
  * PMD as it installs the migration entry, even in an asynchronous batch;
  * deferred, once per batch (a THP fills a batch of 512 pages).
  *
@@ -259,6 +259,8 @@ FIXTURE_SETUP(mf)
 		NU_SKIP(return, "no %s (CONFIG_MIGRATE_DEFER_FLUSH_DEBUG)", SKIP_ASYNC);
 	if (!nu_trace_has("tlb/tlb_flush"))
 		NU_SKIP(return, "no tlb:tlb_flush tracepoint (x86 with tracefs only)");
+	if (nu_cpu_invlpgb())
+		NU_SKIP(return, "the CPU flushes by INVLPGB broadcast: no shootdown IPIs to count");
 	if (!nu_trace_has("migrate/mm_migrate_batch"))
 		NU_SKIP(return, "no mm_migrate_batch tracepoint (CONFIG_MIGRATE_STAGES)");
 	if (!nu_pick_cpus(cpus, NR_READERS + 1))

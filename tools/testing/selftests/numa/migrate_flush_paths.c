@@ -2,7 +2,7 @@
 /*
  * migrate_flush_paths: TLB shootdown rounds per migration batch on the
  * paths that reach migrate_pages() without move_pages(2), with
- * vm.migrate_defer_flush off (stock 6.12) and on.
+ * vm.migrate_defer_flush off (stock) and on.
  *
  * The rounds are the tlb:tlb_flush events with reason TLB_REMOTE_SEND_IPI
  * that the migrating task issues (x86), the batches its mm_migrate_batch
@@ -23,7 +23,7 @@
  * numa_balancing: a new process (NUMA scan delay 0) keeps touching shmem
  * pages it shares with readers, which sit on a remote node, until its
  * hint faults have moved them all to its own node.  Each fault migrates one
- * folio in a MIGRATE_ASYNC batch of its own, which 6.12 already flushes
+ * folio in a MIGRATE_ASYNC batch of its own, which upstream already flushes
  * once: at most one round per batch both ways, and some rounds, since
  * the readers' entries must be flushed.
  *
@@ -79,6 +79,8 @@ static const char *missing(void)
 		return "no " SKIP_ASYNC " (CONFIG_MIGRATE_DEFER_FLUSH_DEBUG)";
 	if (!nu_trace_has("tlb/tlb_flush"))
 		return "no tlb:tlb_flush tracepoint (x86 with tracefs only)";
+	if (nu_cpu_invlpgb())
+		return "the CPU flushes by INVLPGB broadcast: no shootdown IPIs to count";
 	if (!nu_trace_has("migrate/mm_migrate_batch"))
 		return "no mm_migrate_batch tracepoint (CONFIG_MIGRATE_STAGES)";
 	return NULL;
@@ -821,7 +823,7 @@ static long reclaim_fn(void *arg)
 /*
  * Proactive reclaim of the cgroup (memory.reclaim) demotes its cold anon
  * pages to the lower tier, in MIGRATE_ASYNC batches of the reclaiming
- * task (MR_DEMOTION), which 6.12 already flushes once: at most one round
+ * task (MR_DEMOTION), which upstream already flushes once: at most one round
  * a batch both ways, the pages on the low node, intact.
  */
 TEST_F(dm, demotion)

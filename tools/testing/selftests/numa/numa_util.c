@@ -1002,6 +1002,20 @@ bool nu_trace_has(const char *event)
 	return !access(path, W_OK);
 }
 
+bool nu_cpu_invlpgb(void)
+{
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	char line[4096];
+	bool has = false;
+
+	if (!f)
+		return false;
+	while (!has && fgets(line, sizeof(line), f))
+		has = !strncmp(line, "flags", 5) && strstr(line, " invlpgb");
+	fclose(f);
+	return has;
+}
+
 /* Write @val to @file of instance @inst; "" truncates (clears a trace). */
 static int nu_inst_write(const char *inst, const char *file, const char *val)
 {

@@ -138,6 +138,11 @@ int nu_trace_count(struct nu_event *ev, int n, long (*fn)(void *arg),
 		   void *arg, long *ret);
 /* Is @event ("tlb/tlb_flush") there to trace? */
 bool nu_trace_has(const char *event);
+/*
+ * Does this x86 CPU flush remote TLBs by INVLPGB broadcast?  Then the
+ * kernel sends no shootdown IPIs to count (Linux 6.15 and later).
+ */
+bool nu_cpu_invlpgb(void);
 
 /*
  * What this task issues while @fn runs: remote TLB flush rounds
