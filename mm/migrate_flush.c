@@ -35,14 +35,14 @@
  * nothing may build on "no folio is unlocked before the batch's flush".
  *
  * On x86, PMD mappings defer too: set_pmd_migration_entry() invalidates
- * without flushing and queues the flush (migrate_defer_pmd() in rmap.c),
- * and the PMD walkers that can act on the entry (change_huge_pmd(),
- * zap_huge_pmd(), move_huge_pmd(), the PMD split) call
- * flush_tlb_batched_pending().  Elsewhere set_pmd_migration_entry()
- * flushes at once.
+ * without flushing and queues the flush (migrate_defer_huge()), and the
+ * PMD walkers that can act on the entry (change_huge_pmd(),
+ * move_huge_pmd(), the PMD split) call flush_tlb_batched_pending();
+ * zap_huge_pmd() has the mmu_gather flush the entry's range.  Elsewhere
+ * set_pmd_migration_entry() flushes at once.
  *
  * A hugetlb folio mapped several times queues its flushes on x86 and
- * unmap_and_move_huge_page() runs them right after try_to_migrate()
+ * migrate_hugetlb_unmap() runs them right after try_to_migrate()
  * (see migrate_hugetlb_ttu_flags()).  A file folio's walkers also wait
  * for the i_mmap_rwsem its migration holds until after that flush; the
  * migration of an anon folio holds no lock its walkers take, so there
@@ -192,10 +192,14 @@ int migrate_fallback_done(struct migrate_fallback *fb, struct list_head *from,
 	int n = 0;
 
 	if (fb->grouped && rc > 0) {
-		list_for_each_entry(folio, batch, lru)
+		list_for_each_entry(folio, batch, lru) {
+			/* what migrate_fallback_group() let in */
+			VM_WARN_ON_ONCE_FOLIO(folio_test_large(folio) ||
+					      !folio_test_anon(folio), folio);
+			*nr_failed_pages -= folio_nr_pages(folio);
 			n++;
+		}
 		list_splice_tail_init(batch, &fb->solo);
-		*nr_failed_pages -= n;
 		rc -= n;
 	}
 	if (rc < 0 || list_empty(from)) {
@@ -207,7 +211,7 @@ int migrate_fallback_done(struct migrate_fallback *fb, struct list_head *from,
 }
 
 /*
- * Unmap the hugetlb folio @src for unmap_and_move_huge_page(), which chose
+ * Unmap the hugetlb folio @src for the hugetlb migration, which chose
  * @ttu: a folio mapped more than once queues its flushes (x86, see
  * migrate_hugetlb_ttu_flags()), and they are run here as one round.
  */
@@ -245,7 +249,7 @@ bool migrate_flush_skip_async_pass(void)
 
 /*
  * Test knob: migrate_pages_batch() sleeps this long between unmapping a
- * batch and its flush, and unmap_and_move_huge_page() between unmapping a
+ * batch and its flush, and migrate_hugetlb_unmap() between unmapping a
  * hugetlb folio and its flush, so a test can act inside the window in
  * which other CPUs may still cache the unmapped entries.
  */

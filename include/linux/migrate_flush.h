@@ -78,9 +78,9 @@ static inline enum migrate_mode migrate_group_unmap_mode(enum migrate_mode mode,
 
 /*
  * try_to_migrate() flags for a hugetlb folio, given the @ttu that
- * unmap_and_move_huge_page() chose: queue the flushes of a folio mapped
- * more than once, which unmap_and_move_huge_page() runs as one round
- * right after try_to_migrate().  The hugetlb walkers that can modify or
+ * the hugetlb migration chose: queue the flushes of a folio mapped more
+ * than once, which migrate_hugetlb_unmap() runs as one round right after
+ * try_to_migrate().  The hugetlb walkers that can modify or
  * remove a migration entry and return to user space without flushing it,
  * __unmap_hugepage_range() (munmap, MADV_DONTNEED, truncation) and
  * hugetlb_change_protection() (mprotect, uffd-wp), call
@@ -88,9 +88,7 @@ static inline enum migrate_mode migrate_group_unmap_mode(enum migrate_mode mode,
  * move_hugetlb_page_tables() flushes every entry it moves.  For a file
  * folio all of them also wait for the i_mmap_rwsem that its migration
  * holds until after the flush.  x86
- * only: its queued flush invalidates whole TLBs and the whole
- * secondary-TLB range, while arm64 and riscv queue a PAGE_SIZE range that
- * need not cover a huge entry.
+ * only (see migrate_defer_huge()).
  */
 static inline enum ttu_flags migrate_hugetlb_ttu_flags(struct folio *src,
 						       enum ttu_flags ttu)
@@ -104,8 +102,10 @@ static inline enum ttu_flags migrate_hugetlb_ttu_flags(struct folio *src,
 /*
  * Defer the flush of a PMD or hugetlb entry that try_to_migrate() clears
  * with @flags?  x86 only: its queued flush invalidates whole TLBs, while
- * arm64 and riscv queue invalidations of the range at the PTE level,
- * which need not cover a block entry.
+ * arm64 queues invalidations of the range with a page stride and a
+ * last-level hint, which need not hit a block entry.  With
+ * TTU_BATCH_FLUSH, as every asynchronous batch passes, a PMD mapped once
+ * joins the batch's full flush too, as the batch's small folios do.
  */
 static inline bool migrate_defer_huge(struct mm_struct *mm,
 				      enum ttu_flags flags)
