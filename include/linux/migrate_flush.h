@@ -186,6 +186,17 @@ static inline bool migrate_batch_grouped(enum migrate_mode mode,
 }
 
 /*
+ * How many passes migrate_pages_batch() unmaps in: a fallback group gets
+ * one, and what it leaves (busy, or locked by someone else) goes back for
+ * a batch of its own (migrate_fallback_done()), with all the passes the
+ * per-folio fallback gives, rather than being tried in the group first.
+ */
+static inline int migrate_unmap_passes(int nr_pass, bool grouped)
+{
+	return grouped ? 1 : nr_pass;
+}
+
+/*
  * What migrate_folio_unmap() returns for a folio under writeback that it
  * may not wait for: a group's follower (unmapped asynchronously, see
  * migrate_group_unmap_mode()) is tried again, in a batch of its own once
