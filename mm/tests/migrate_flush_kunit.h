@@ -189,8 +189,9 @@ static int mg_count(struct list_head *list)
 /*
  * A group's folios left busy wait on the side until @from is empty, their
  * failure taken back; then they come back to @from, and no more groups
- * are formed.  An error returns them to @from at once.  Plain folios (no
- * anon mark) stand in: only their lru links are used.
+ * are formed.  An error returns them to @from at once.  Folios marked
+ * anon, as a group's are (migrate_fallback_done() warns on others), stand
+ * in: only that mark and their lru links are used.
  */
 static void mg_test_done(struct kunit *test)
 {
@@ -203,10 +204,14 @@ static void mg_test_done(struct kunit *test)
 	for (i = 0; i < 4; i++) {
 		f[i] = folio_alloc(GFP_KERNEL, 0);
 		if (!f[i]) {
-			while (i--)
+			while (i--) {
+				f[i]->mapping = NULL;
 				folio_put(f[i]);
+			}
 			kunit_skip(test, "no memory for test folios");
 		}
+		f[i]->mapping = (struct address_space *)
+			((unsigned long)&mg_anon_vma | FOLIO_MAPPING_ANON);
 	}
 	/* a group of three: two stayed busy, one more failed for good */
 	list_add_tail(&f[0]->lru, &batch);
@@ -249,6 +254,7 @@ static void mg_test_done(struct kunit *test)
 
 	for (i = 0; i < 4; i++) {
 		list_del(&f[i]->lru);
+		f[i]->mapping = NULL;
 		folio_put(f[i]);
 	}
 }
