@@ -36,6 +36,7 @@
 #include <linux/delay.h>
 #include <linux/init.h>
 #include <linux/migrate_range.h>
+#include <linux/migrate_stages.h>
 #include <linux/mm.h>
 #include <linux/mmu_notifier.h>
 #include <linux/rmap.h>
@@ -155,10 +156,7 @@ static bool migrate_range_unmap_pte(struct migrate_range_walk *w,
 	if (pte_dirty(pte))
 		entry = make_migration_entry_dirty(entry);
 	swp_pte = swp_entry_to_pte(entry);
-	if (pte_soft_dirty(pte))
-		swp_pte = pte_swp_mksoft_dirty(swp_pte);
-	if (pte_uffd_wp(pte))
-		swp_pte = pte_swp_mkuffd_wp(swp_pte);
+	swp_pte = migrate_range_swp_bits(swp_pte, pte);
 	set_pte_at(mm, addr, ptep, swp_pte);
 	trace_set_migration_pte(addr, pte_val(swp_pte), 0);
 
@@ -220,8 +218,7 @@ void migrate_range_unmap_run(struct folio *first, unsigned int nr)
 	 * on their anon_vma, which therefore cannot change or go away.
 	 */
 	anon_vma_lock_read(anon_vma);
-	anon_vma_interval_tree_foreach(avc, &anon_vma->rb_root, first->index,
-				       last->index) {
+	migrate_range_anon_foreach(avc, anon_vma, first->index, last->index) {
 		/* as in try_to_migrate(): see invalid_migration_vma() */
 		if (vma_is_temporary_stack(avc->vma))
 			continue;
@@ -274,13 +271,10 @@ static bool migrate_range_remap_pte(struct migrate_range_walk *w,
 	struct vm_area_struct *vma = w->vma;
 	pte_t old = ptep_get(ptep), pte;
 	rmap_t rmap_flags = RMAP_NONE;
-	swp_entry_t entry;
+	int entry = migrate_range_entry(old, folio_pfn(src));
+	bool write;
 
-	if (!is_swap_pte(old))
-		return false;
-	entry = pte_to_swp_entry(old);
-	if (!is_migration_entry(entry) ||
-	    swp_offset_pfn(entry) != folio_pfn(src))
+	if (entry < 0)
 		return false;
 	if (READ_ONCE(vma->vm_flags) & VM_LOCKED) {
 		w->locked++;
@@ -289,20 +283,21 @@ static bool migrate_range_remap_pte(struct migrate_range_walk *w,
 
 	folio_get(dst);
 	pte = mk_pte(&dst->page, READ_ONCE(vma->vm_page_prot));
-	if (!is_migration_entry_young(entry))
+	if (!(entry & MIGRATE_RANGE_ENTRY_YOUNG))
 		pte = pte_mkold(pte);
-	if (folio_test_dirty(dst) && is_migration_entry_dirty(entry))
+	if (folio_test_dirty(dst) && (entry & MIGRATE_RANGE_ENTRY_DIRTY))
 		pte = pte_mkdirty(pte);
 	if (pte_swp_soft_dirty(old))
 		pte = pte_mksoft_dirty(pte);
 	else
 		pte = pte_clear_soft_dirty(pte);
 	/* As remove_migration_pte(): a write-fenced folio lands read-only. */
-	if (is_writable_migration_entry(entry) && !folio_write_fenced(dst))
+	write = (entry & MIGRATE_RANGE_ENTRY_WRITE) &&
+		!migrate_range_write_fenced(dst);
+	if (write)
 		pte = pte_mkwrite(pte, vma);
-	else if (pte_swp_uffd_wp(old))
-		pte = pte_mkuffd_wp(pte);
-	if (!is_readable_migration_entry(entry))
+	pte = migrate_range_uffd_bits(vma, pte, old, write);
+	if (!(entry & MIGRATE_RANGE_ENTRY_READ))
 		rmap_flags |= RMAP_EXCLUSIVE;
 
 	folio_add_anon_rmap_pte(dst, &dst->page, vma, addr, rmap_flags);
@@ -327,8 +322,7 @@ bool migrate_range_remap_run(struct folio *src, struct folio *dst,
 
 	/* as migrate_range_unmap_run(); every VMA, as rmap_walk_anon() */
 	anon_vma_lock_read(anon_vma);
-	anon_vma_interval_tree_foreach(avc, &anon_vma->rb_root, src->index,
-				       last->index) {
+	migrate_range_anon_foreach(avc, anon_vma, src->index, last->index) {
 		struct migrate_range_walk w = {
 			.vma = avc->vma, .src = src, .dst = dst, .nr = nr,
 			.pte = migrate_range_remap_pte,
@@ -351,6 +345,122 @@ bool migrate_range_remap_run(struct folio *src, struct folio *dst,
 	atomic_long_add(mapped, &migrate_range_remapped);
 	atomic_long_add(locked, &migrate_range_remap_left);
 	return !locked && !handed_over;
+}
+
+/*
+ * The move loop's side of a batch (Linux 7.3's migrate_folios_move() and
+ * its callers; 6.12 open-codes the same in its migrate_pages_batch()).
+ */
+
+/* Unmap one gathered run, timed as the batch's UNMAP of its folios. */
+static void migrate_range_unmap_timed(struct migrate_range_run *run)
+{
+	u64 t = migrate_stage_task_run_begin();
+
+	migrate_range_unmap_run(run->first, run->nr);
+	migrate_stage_task_run_done(MIGRATE_STAGE_UNMAP, run->idx, run->nr, t);
+}
+
+/*
+ * Before the batch's flush: unmap the folios of @folios (the batch's
+ * unmapped list) that migrate_folio_unmap() left mapped for a range
+ * unmap (migrate_range_defer()), in runs.  Only those are still mapped
+ * there: a folio it unmapped is not, and one it could not unmap is not
+ * on the list.
+ */
+void __migrate_range_unmap_batch(struct list_head *folios)
+{
+	struct migrate_range_run run = {}, done;
+	unsigned int idx = 0;
+	struct folio *src;
+
+	list_for_each_entry(src, folios, lru) {
+		bool deferred = folio_mapped(src) && __migrate_range_defer(src);
+
+		if (migrate_range_run_step(&run, &done, src, NULL, idx++,
+					   deferred))
+			migrate_range_unmap_timed(&done);
+	}
+	if (run.nr)
+		migrate_range_unmap_timed(&run);
+}
+
+/*
+ * In the move loop, before @src is copied: if it is still mapped (the
+ * range unmap, or its hand-over, left it so), unmap it now with a flush
+ * at once, as no batch flush comes before the copy.  True if it is still
+ * mapped then: it must not be copied (a CPU could store to it after),
+ * and it gets back the mappings already replaced, as migrate_folio_unmap()
+ * gives a folio it could not unmap whole back at once, rather than keep
+ * them through every retry pass.
+ */
+bool __migrate_range_unmap_late(struct folio *src)
+{
+	u64 t = migrate_stage_begin();
+
+	try_to_migrate(src, 0);
+	migrate_stage_late_unmapped(t);
+	if (!folio_mapped(src))
+		return false;
+	remove_migration_ptes(src, src, 0);
+	return true;
+}
+
+/* Map the run of moved folios @rr holds, and finish each one's move. */
+void __migrate_range_remap_finish(struct migrate_range_remap *rr)
+{
+	struct folio *src = rr->run.first, *dst = rr->run.dst;
+	u64 t = migrate_stage_task_run_begin();
+	bool all = migrate_range_remap_run(src, dst, rr->run.nr);
+	unsigned int i;
+
+	migrate_stage_task_run_done(MIGRATE_STAGE_REMAP, rr->run.idx,
+				    rr->run.nr, t);
+	for (i = 0; i < rr->run.nr; i++) {
+		struct folio *next_src = list_next_entry(src, lru);
+		struct folio *next_dst = list_next_entry(dst, lru);
+		/*
+		 * "all" counts only the entries left in VM_LOCKED VMAs: one
+		 * the pass missed for another reason would outlive @src,
+		 * freed next.  DEBUG_VM looks, says so and maps it.
+		 */
+		bool mapped = all &&
+			!(IS_ENABLED(CONFIG_DEBUG_VM) &&
+			  WARN_ON_ONCE(migrate_range_entries_left(src)));
+
+		rr->done(src, dst, mapped, rr->reason);
+		src = next_src;
+		dst = next_dst;
+	}
+	rr->run.nr = 0;
+}
+
+/*
+ * In the move loop, @src was copied to @dst and is to be mapped again:
+ * may that wait for a range remap with its neighbours?  If so, it joins
+ * @rr's run, or opens one: the caller keeps both folios locked and on
+ * their lists, with @dst's record, for rr->done() to finish after the
+ * run's remap.  A run it cannot join was ended before its move
+ * (migrate_range_remap_prepare()): ending one here, with @dst off its
+ * list, would unlink the entry the caller puts @dst back after.
+ */
+bool __migrate_range_remap_later(struct migrate_range_remap *rr,
+				 struct folio *src, struct folio *dst)
+{
+	struct migrate_range_run *run = &rr->run;
+
+	if (!migrate_range_remap_ok(src, dst) ||
+	    (run->nr && !migrate_range_joins(run->first, run->last, run->nr,
+					     src)))
+		return false;
+	if (!run->nr) {
+		run->first = src;
+		run->dst = dst;
+		run->idx = migrate_stage_move_pos();
+	}
+	run->last = src;
+	run->nr++;
+	return true;
 }
 
 static bool migrate_range_entry_one(struct folio *folio,

@@ -13,6 +13,7 @@
 #include <linux/rmap.h>
 
 #include "internal.h"
+#include "migrate_range_compat.h"
 
 /* A pass over the part of a run that one VMA maps. */
 struct migrate_range_walk {
@@ -50,7 +51,7 @@ migrate_range_walk_ptes(struct migrate_range_walk *w)
 	pte_t *ptes = NULL;
 
 	for (i = 0; i < w->nr; i++) {
-		unsigned long addr = vma_address(w->vma, src->index, 1);
+		unsigned long addr = migrate_range_address(w->vma, src);
 		pmd_t *pmd;
 
 		if (!IS_ERR_VALUE(addr) && (dst || folio_mapped(src))) {
@@ -94,7 +95,7 @@ static inline bool migrate_range_span(struct vm_area_struct *vma,
 
 	*start = -EFAULT;
 	for (i = 0; i < nr; i++, folio = list_next_entry(folio, lru)) {
-		unsigned long addr = vma_address(vma, folio->index, 1);
+		unsigned long addr = migrate_range_address(vma, folio);
 
 		if (IS_ERR_VALUE(addr) || !folio_mapped(folio))
 			continue;

@@ -39,6 +39,33 @@ enum migrate_range_handover {
 	NR_MIGRATE_RANGE_HANDOVERS
 };
 
+/*
+ * A run that a batch gathers: folios next to each other in the batch
+ * that one rmap pass may take (migrate_range_joins()).
+ */
+struct migrate_range_run {
+	struct folio *first;	/* the run's first source folio */
+	struct folio *last;	/* its last source folio so far */
+	struct folio *dst;	/* @first's destination folio */
+	unsigned int idx;	/* @first's place in the batch */
+	unsigned int nr;	/* folios in the run; 0: none is open */
+};
+
+/*
+ * Moved folios that wait, locked, for one range remap of their run, in
+ * a move loop: done() finishes a folio's move after the run's remap
+ * (@mapped: the remap mapped all of it; else remove_migration_ptes()
+ * must), as the loop would have finished it.
+ */
+struct migrate_range_remap {
+	struct migrate_range_run run;
+	void (*done)(struct folio *src, struct folio *dst, bool mapped,
+		     int reason);
+	int reason;		/* enum migrate_reason */
+};
+
+#define MIGRATE_RANGE_REMAP_INIT(fn, why)	{ .done = (fn), .reason = (why) }
+
 #ifdef CONFIG_MIGRATE_RANGE
 DECLARE_STATIC_KEY_FALSE(migrate_range_enabled);
 
@@ -53,6 +80,14 @@ void migrate_range_count_rocm(unsigned int nr, unsigned int moved);
 /* Does a migration entry for the locked, moved @src map it still? */
 bool migrate_range_entries_left(struct folio *src);
 void migrate_range_count_handover(enum migrate_range_handover which);
+void __migrate_range_unmap_batch(struct list_head *folios);
+/* mm/rmap.c: try_to_migrate_one()'s clear of one PTE */
+pte_t migrate_ptep_clear(struct vm_area_struct *vma, unsigned long addr,
+			 pte_t *ptep, enum ttu_flags flags);
+bool __migrate_range_unmap_late(struct folio *src);
+bool __migrate_range_remap_later(struct migrate_range_remap *rr,
+				 struct folio *src, struct folio *dst);
+void __migrate_range_remap_finish(struct migrate_range_remap *rr);
 
 /*
  * Should migrate_folio_unmap() leave the mapped, locked @src for its
@@ -81,6 +116,65 @@ static inline bool migrate_range_remap_ok(struct folio *src,
 					  struct folio *dst)
 {
 	return __migrate_range_defer(src) && !folio_test_swapcache(dst);
+}
+
+/* Before the batch's flush: unmap, in runs, what migrate_range_defer() left. */
+static inline void migrate_range_unmap_batch(struct list_head *folios)
+{
+	if (static_branch_unlikely(&migrate_range_enabled))
+		__migrate_range_unmap_batch(folios);
+}
+
+/* See __migrate_range_unmap_late(). */
+static inline bool migrate_range_unmap_late(struct folio *src)
+{
+	return folio_mapped(src) && __migrate_range_unmap_late(src);
+}
+
+/*
+ * In the move loop, before @src's move to @dst: end the open run if
+ * @src cannot join it, so that it is not ended while @dst is off its
+ * list, and (unless what rules @src out shows only after its copy: an
+ * mlocked folio, a swap cache one) does not wait through that move.
+ */
+static inline void migrate_range_remap_prepare(struct migrate_range_remap *rr,
+					       struct folio *src,
+					       struct folio *dst)
+{
+	struct migrate_range_run *run = &rr->run;
+
+	if (run->nr && !(migrate_range_remap_ok(src, dst) &&
+			 migrate_range_joins(run->first, run->last, run->nr,
+					     src)))
+		__migrate_range_remap_finish(rr);
+}
+
+/*
+ * In the move loop, after @src's move: end the open run unless @src
+ * joined it (a run is of neighbours on both lists), or when it is full.
+ */
+static inline void migrate_range_remap_next(struct migrate_range_remap *rr,
+					    struct folio *src)
+{
+	if (rr->run.nr && (rr->run.last != src ||
+			   rr->run.nr == MIGRATE_RANGE_MAX))
+		__migrate_range_remap_finish(rr);
+}
+
+/* At the end of the move loop's pass: map the run left open. */
+static inline void migrate_range_remap_end(struct migrate_range_remap *rr)
+{
+	if (rr->run.nr)
+		__migrate_range_remap_finish(rr);
+}
+
+/* See __migrate_range_remap_later(); @rr may be NULL. */
+static inline bool migrate_range_remap_later(struct migrate_range_remap *rr,
+					     struct folio *src,
+					     struct folio *dst)
+{
+	return rr && static_branch_unlikely(&migrate_range_enabled) &&
+	       __migrate_range_remap_later(rr, src, dst);
 }
 #else
 static inline bool migrate_range_defer(struct folio *src, enum ttu_flags ttu)
@@ -131,19 +225,38 @@ static inline void
 migrate_range_count_handover(enum migrate_range_handover which)
 {
 }
-#endif
 
-/*
- * A run that a batch gathers: folios next to each other in the batch
- * that one rmap pass may take (migrate_range_joins()).
- */
-struct migrate_range_run {
-	struct folio *first;	/* the run's first source folio */
-	struct folio *last;	/* its last source folio so far */
-	struct folio *dst;	/* @first's destination folio */
-	unsigned int idx;	/* @first's place in the batch */
-	unsigned int nr;	/* folios in the run; 0: none is open */
-};
+static inline void migrate_range_unmap_batch(struct list_head *folios)
+{
+}
+
+static inline bool migrate_range_unmap_late(struct folio *src)
+{
+	return false;
+}
+
+static inline bool migrate_range_remap_later(struct migrate_range_remap *rr,
+					     struct folio *src,
+					     struct folio *dst)
+{
+	return false;
+}
+
+static inline void migrate_range_remap_prepare(struct migrate_range_remap *rr,
+					       struct folio *src,
+					       struct folio *dst)
+{
+}
+
+static inline void migrate_range_remap_next(struct migrate_range_remap *rr,
+					    struct folio *src)
+{
+}
+
+static inline void migrate_range_remap_end(struct migrate_range_remap *rr)
+{
+}
+#endif
 
 /*
  * Take @src, the batch's @idx-th folio (moving to @dst), into @run if it

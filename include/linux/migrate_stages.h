@@ -399,6 +399,39 @@ static inline void migrate_stage_move_done(int rc)
 					  ctx->move_pass, rc);
 }
 
+/*
+ * For a range unmap or remap run that does not know its batch: the same
+ * as migrate_stage_run_begin() and migrate_stage_run_done() on the
+ * task's innermost context; a run at place UINT_MAX is not sampled.
+ */
+static inline u64 migrate_stage_task_run_begin(void)
+{
+	struct migrate_stage_ctx *ctx = current->migrate_stage_ctx;
+
+	return ctx ? migrate_stage_run_begin(ctx) : 0;
+}
+
+static inline void migrate_stage_task_run_done(enum migrate_stage stage,
+					       unsigned int idx,
+					       unsigned int nr, u64 t0)
+{
+	if (idx != UINT_MAX)
+		migrate_stage_run_done(current->migrate_stage_ctx, stage, idx,
+				       nr, t0);
+}
+
+/*
+ * The place of the folio the move loop is at (migrate_stage_move_next()),
+ * for a run that starts there; UINT_MAX on a retry pass, whose folios are
+ * not sampled by place.
+ */
+static inline unsigned int migrate_stage_move_pos(void)
+{
+	struct migrate_stage_ctx *ctx = current->migrate_stage_ctx;
+
+	return !ctx || ctx->move_pass ? UINT_MAX : ctx->move_idx;
+}
+
 /* The folio being unmapped was moved in place (ROCM): no unmapped window. */
 static inline void migrate_stage_rocm(void)
 {
@@ -468,6 +501,11 @@ static inline void migrate_stage_run_done(struct migrate_stage_ctx *ctx,
 					  enum migrate_stage stage,
 					  unsigned int idx, unsigned int nr,
 					  u64 t0) { }
+static inline u64 migrate_stage_task_run_begin(void) { return 0; }
+static inline void migrate_stage_task_run_done(enum migrate_stage stage,
+					       unsigned int idx,
+					       unsigned int nr, u64 t0) { }
+static inline unsigned int migrate_stage_move_pos(void) { return 0; }
 static inline void migrate_stage_fault_wait(unsigned long pfn, u64 t0) { }
 static inline void migrate_stage_rocm(void) { }
 

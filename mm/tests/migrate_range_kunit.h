@@ -7,10 +7,11 @@
  */
 #include <kunit/test.h>
 #include <linux/gfp.h>
+#include <linux/migrate_order.h>	/* FOLIO_MAPPING_* on 6.12 */
 
 /* Stand-ins for two anon_vmas: only their addresses are used. */
 static unsigned long mr_objs[2] __aligned(8);
-#define MR_ANON(i)	((unsigned long)&mr_objs[i] | PAGE_MAPPING_ANON)
+#define MR_ANON(i)	((unsigned long)&mr_objs[i] | FOLIO_MAPPING_ANON)
 
 static void mr_joins(struct kunit *test)
 {
@@ -210,7 +211,7 @@ static void mr_defer(struct kunit *test)
 	/* KSM: a stable node, not an anon_vma (without KSM: no such folio) */
 	if (IS_ENABLED(CONFIG_KSM)) {
 		small->mapping = (struct address_space *)
-				 ((unsigned long)&mr_objs[0] | PAGE_MAPPING_KSM);
+				 ((unsigned long)&mr_objs[0] | FOLIO_MAPPING_KSM);
 		KUNIT_EXPECT_FALSE(test, __migrate_range_defer(small));
 	}
 	/* page cache */

@@ -620,6 +620,23 @@ int nu_undo_rmdir(const char *path)
 	return nu_undo_start() ? -1 : nu_undo_add('d', path, "");
 }
 
+int nu_undo_choice(const char *path, char *was, size_t len)
+{
+	char val[256], *l, *r;
+
+	if (nu_undo_start())
+		return -1;
+	if (nu_read_str(path, val, sizeof(val)) < 0)
+		return -1;
+	l = strchr(val, '[');
+	r = l ? strchr(l, ']') : NULL;
+	if (!r || (size_t)(r - l) > len)
+		return -1;
+	*r = '\0';
+	memcpy(was, l + 1, r - l);	/* the word and its NUL */
+	return nu_undo_add('k', path, was);
+}
+
 int nu_undo_huge_pool(int node)
 {
 	char path[128];

@@ -251,6 +251,11 @@ int nu_undo_begin(void);
 int nu_undo_knob(const char *path);
 int nu_undo_umount(const char *path);
 int nu_undo_rmdir(const char *path);
+/*
+ * nu_undo_knob() of a sysfs choice ("always [madvise] never"): saves the
+ * chosen word, also into @was (@len bytes).
+ */
+int nu_undo_choice(const char *path, char *was, size_t len);
 /* nu_undo_knob() of @node's 2 MiB nr_hugepages (nu_huge_pool()) */
 int nu_undo_huge_pool(int node);
 void nu_undo_done(void);

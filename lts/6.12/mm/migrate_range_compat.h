@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What the range unmap and remap (mm/migrate_range.c) need of 6.12's
+ * rmap and page-table helpers: anon folios are found in the anon_vma's
+ * interval tree by their index, migration entries are swp_entry_t, and
+ * a PTE's userfaultfd bit is pte_uffd_wp().
+ */
+#ifndef _MM_MIGRATE_RANGE_COMPAT_H
+#define _MM_MIGRATE_RANGE_COMPAT_H
+
+#include <linux/mm.h>
+#include <linux/node_private.h>
+#include <linux/swapops.h>
+
+#include "internal.h"
+
+#define migrate_range_anon_foreach(avc, anon_vma, first, last) \
+	anon_vma_interval_tree_foreach(avc, &(anon_vma)->rb_root, first, last)
+
+/* Where @vma maps @folio (order 0), or -EFAULT. */
+static inline unsigned long migrate_range_address(struct vm_area_struct *vma,
+						  struct folio *folio)
+{
+	return vma_address(vma, folio->index, 1);
+}
+
+/* The migration entry's bits that come back with the PTE. */
+enum {
+	MIGRATE_RANGE_ENTRY_YOUNG	= BIT(0),
+	MIGRATE_RANGE_ENTRY_DIRTY	= BIT(1),
+	MIGRATE_RANGE_ENTRY_WRITE	= BIT(2),
+	MIGRATE_RANGE_ENTRY_READ	= BIT(3),	/* not exclusive */
+};
+
+/*
+ * If @pte holds a migration entry for @pfn, its MIGRATE_RANGE_ENTRY_*
+ * bits; else -1.
+ */
+static inline int migrate_range_entry(pte_t pte, unsigned long pfn)
+{
+	swp_entry_t entry;
+
+	if (!is_swap_pte(pte))
+		return -1;
+	entry = pte_to_swp_entry(pte);
+	if (!is_migration_entry(entry) || swp_offset_pfn(entry) != pfn)
+		return -1;
+	return (is_migration_entry_young(entry) ?
+			MIGRATE_RANGE_ENTRY_YOUNG : 0) |
+	       (is_migration_entry_dirty(entry) ?
+			MIGRATE_RANGE_ENTRY_DIRTY : 0) |
+	       (is_writable_migration_entry(entry) ?
+			MIGRATE_RANGE_ENTRY_WRITE : 0) |
+	       (is_readable_migration_entry(entry) ?
+			MIGRATE_RANGE_ENTRY_READ : 0);
+}
+
+/* The soft-dirty and uffd-wp bits of the present @pte onto @swp_pte. */
+static inline pte_t migrate_range_swp_bits(pte_t swp_pte, pte_t pte)
+{
+	if (pte_soft_dirty(pte))
+		swp_pte = pte_swp_mksoft_dirty(swp_pte);
+	if (pte_uffd_wp(pte))
+		swp_pte = pte_swp_mkuffd_wp(swp_pte);
+	return swp_pte;
+}
+
+/*
+ * The uffd-wp bit of the migration entry @old onto @pte, unless it comes
+ * back writable (as remove_migration_pte()).
+ */
+static inline pte_t migrate_range_uffd_bits(struct vm_area_struct *vma,
+					    pte_t pte, pte_t old, bool write)
+{
+	if (!write && pte_swp_uffd_wp(old))
+		pte = pte_mkuffd_wp(pte);
+	return pte;
+}
+
+/* A write-fenced folio lands read-only (mm/node_private.c). */
+static inline bool migrate_range_write_fenced(struct folio *folio)
+{
+	return folio_write_fenced(folio);
+}
+
+#endif /* _MM_MIGRATE_RANGE_COMPAT_H */

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What the range unmap and remap (mm/migrate_range.c) need of the base's
+ * rmap and page-table helpers, for Linux 7.3: anon folios are found by
+ * their anon pgoff in the anon_vma's rmap tree, migration entries are
+ * read as softleaf entries, and a PTE's userfaultfd bit is pte_uffd()
+ * (which with UFFD RWP also asks for PAGE_NONE on the way back in).
+ * lts/6.12/ holds the same header for 6.12.
+ */
+#ifndef _MM_MIGRATE_RANGE_COMPAT_H
+#define _MM_MIGRATE_RANGE_COMPAT_H
+
+#include <linux/leafops.h>
+#include <linux/mm.h>
+#include <linux/pagemap.h>
+#include <linux/swapops.h>
+#include <linux/userfaultfd_k.h>
+
+#include "internal.h"
+
+#define migrate_range_anon_foreach(avc, anon_vma, first, last) \
+	anon_rmap_tree_foreach(avc, anon_vma, first, last)
+
+/* Where @vma maps @folio (order 0), or -EFAULT. */
+static inline unsigned long migrate_range_address(struct vm_area_struct *vma,
+						  struct folio *folio)
+{
+	pgoff_t start = folio_test_anon(folio) ? vma_start_anon_pgoff(vma) :
+						 vma_start_pgoff(vma);
+
+	return __vma_address(vma, folio_pgoff(folio), start, 1);
+}
+
+/* The migration entry's bits that come back with the PTE. */
+enum {
+	MIGRATE_RANGE_ENTRY_YOUNG	= BIT(0),
+	MIGRATE_RANGE_ENTRY_DIRTY	= BIT(1),
+	MIGRATE_RANGE_ENTRY_WRITE	= BIT(2),
+	MIGRATE_RANGE_ENTRY_READ	= BIT(3),	/* not exclusive */
+};
+
+/*
+ * If @pte holds a migration entry for @pfn, its MIGRATE_RANGE_ENTRY_*
+ * bits; else -1.
+ */
+static inline int migrate_range_entry(pte_t pte, unsigned long pfn)
+{
+	softleaf_t entry = softleaf_from_pte(pte);
+
+	if (!softleaf_is_migration(entry) || softleaf_to_pfn(entry) != pfn)
+		return -1;
+	return (softleaf_is_migration_young(entry) ?
+			MIGRATE_RANGE_ENTRY_YOUNG : 0) |
+	       (softleaf_is_migration_dirty(entry) ?
+			MIGRATE_RANGE_ENTRY_DIRTY : 0) |
+	       (softleaf_is_migration_write(entry) ?
+			MIGRATE_RANGE_ENTRY_WRITE : 0) |
+	       (softleaf_is_migration_read(entry) ?
+			MIGRATE_RANGE_ENTRY_READ : 0);
+}
+
+/* The soft-dirty and uffd bits of the present @pte onto @swp_pte. */
+static inline pte_t migrate_range_swp_bits(pte_t swp_pte, pte_t pte)
+{
+	if (pte_soft_dirty(pte))
+		swp_pte = pte_swp_mksoft_dirty(swp_pte);
+	if (pte_uffd(pte))
+		swp_pte = pte_swp_mkuffd(swp_pte);
+	return swp_pte;
+}
+
+/*
+ * The uffd bit of the migration entry @old onto @pte, unless it comes
+ * back writable (as remove_migration_pte()); and with UFFD RWP the
+ * PAGE_NONE protection do_swap_page() would restore.
+ */
+static inline pte_t migrate_range_uffd_bits(struct vm_area_struct *vma,
+					    pte_t pte, pte_t old, bool write)
+{
+	if (!write && pte_swp_uffd(old))
+		pte = pte_mkuffd(pte);
+	if (pte_swp_uffd(old) && userfaultfd_rwp(vma))
+		pte = pte_modify(pte, PAGE_NONE);
+	return pte;
+}
+
+/* Private nodes (issue 30) are not on 7.3 yet: no folio is fenced. */
+static inline bool migrate_range_write_fenced(struct folio *folio)
+{
+	return false;
+}
+
+#endif /* _MM_MIGRATE_RANGE_COMPAT_H */
