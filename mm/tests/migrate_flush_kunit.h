@@ -124,6 +124,39 @@ static void mg_test_ttu_flags(struct kunit *test)
 /* Stands in for an anon_vma: only its address is used. */
 static unsigned long mg_anon_vma __aligned(8);
 
+/* Free test folios @f[0..@n), off any list they are on. */
+static void mg_folios_put(struct folio **f, int n)
+{
+	while (n--) {
+		list_del_init(&f[n]->lru);
+		f[n]->mapping = NULL;
+		folio_put(f[n]);
+	}
+}
+
+/*
+ * @n test folios, on no list, the first @nr_anon marked anon; not on the
+ * LRU, so compaction passes them by.  False, with none left, if memory
+ * ran out.
+ */
+static bool mg_folios_get(struct folio **f, int n, int nr_anon)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		f[i] = folio_alloc(GFP_KERNEL, 0);
+		if (!f[i]) {
+			mg_folios_put(f, i);
+			return false;
+		}
+		INIT_LIST_HEAD(&f[i]->lru);
+		if (i < nr_anon)
+			f[i]->mapping = (struct address_space *)
+				((unsigned long)&mg_anon_vma | FOLIO_MAPPING_ANON);
+	}
+	return true;
+}
+
 /*
  * Real folios marked anon: unlocked ones join, a locked one and a page
  * without the anon mark stay behind.
@@ -136,20 +169,8 @@ static void mg_test_group(struct kunit *test)
 	int i, joined;
 	bool on;
 
-	for (i = 0; i < 5; i++) {
-		f[i] = folio_alloc(GFP_KERNEL, 0);
-		if (!f[i]) {
-			while (i--) {
-				f[i]->mapping = NULL;
-				folio_put(f[i]);
-			}
-			kunit_skip(test, "no memory for test folios");
-		}
-		/* not on the LRU: compaction passes them by */
-		if (i < 4)
-			f[i]->mapping = (struct address_space *)
-				((unsigned long)&mg_anon_vma | FOLIO_MAPPING_ANON);
-	}
+	if (!mg_folios_get(f, 5, 4))
+		kunit_skip(test, "no memory for test folios");
 	list_add_tail(&f[0]->lru, &batch);
 	for (i = 1; i < 5; i++)
 		list_add_tail(&f[i]->lru, &from);
@@ -169,11 +190,7 @@ static void mg_test_group(struct kunit *test)
 	} else {
 		KUNIT_EXPECT_EQ(test, joined, 0);
 	}
-	for (i = 0; i < 5; i++) {
-		list_del(&f[i]->lru);
-		f[i]->mapping = NULL;
-		folio_put(f[i]);
-	}
+	mg_folios_put(f, 5);
 }
 
 static int mg_count(struct list_head *list)
@@ -199,20 +216,10 @@ static void mg_test_done(struct kunit *test)
 	struct folio *f[4];
 	LIST_HEAD(from);
 	LIST_HEAD(batch);
-	int i, failed = 5;
+	int failed = 5;
 
-	for (i = 0; i < 4; i++) {
-		f[i] = folio_alloc(GFP_KERNEL, 0);
-		if (!f[i]) {
-			while (i--) {
-				f[i]->mapping = NULL;
-				folio_put(f[i]);
-			}
-			kunit_skip(test, "no memory for test folios");
-		}
-		f[i]->mapping = (struct address_space *)
-			((unsigned long)&mg_anon_vma | FOLIO_MAPPING_ANON);
-	}
+	if (!mg_folios_get(f, 4, 4))
+		kunit_skip(test, "no memory for test folios");
 	/* a group of three: two stayed busy, one more failed for good */
 	list_add_tail(&f[0]->lru, &batch);
 	list_add_tail(&f[1]->lru, &batch);
@@ -252,11 +259,7 @@ static void mg_test_done(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, mg_count(&batch), 1);
 	KUNIT_EXPECT_TRUE(test, fb.grouping);
 
-	for (i = 0; i < 4; i++) {
-		list_del(&f[i]->lru);
-		f[i]->mapping = NULL;
-		folio_put(f[i]);
-	}
+	mg_folios_put(f, 4);
 }
 
 static struct kunit_case migrate_flush_cases[] = {
