@@ -822,22 +822,12 @@ static void write_csv(void)
 	ksft_print_msg("wrote %s\n", opt.csv);
 }
 
-int main(int argc, char **argv)
+/*
+ * Which bounds hold here: none that need long, quiet measurements in a
+ * VM or on a busy machine, unless --force.
+ */
+static void set_perf_gate(double busy)
 {
-	int one, wi, plan, kmax;
-	bool granular = false;
-	double busy;
-
-	page_size = sysconf(_SC_PAGESIZE);
-	parse_args(argc, argv);
-	ksft_print_header();
-
-	if (nu_topo_read(&topo))
-		ksft_exit_skip("cannot read the NUMA topology from sysfs\n");
-	plan_sweep();
-	size_region();
-	busy = nu_busy_fraction(500);
-
 	if (nu_in_vm())
 		perf_gate = "running in a virtual machine (--force to apply)";
 	else if (busy > 0.10)
@@ -854,13 +844,11 @@ int main(int argc, char **argv)
 		opt.warmup = 0.3;
 		opt.seconds = opt.interval > 1 ? opt.interval : 1;
 	}
+}
 
-	kmax = nr_nodes_used;
-	plan = 5 + (kmax >= 2 ? kmax - 1 : 1);
-	ksft_set_plan(plan);
-	report_env(busy);
-
-	/* Interleaved repetitions: every point once per repetition. */
+/* Interleaved repetitions: every point once per repetition. */
+static void run_reps(void)
+{
 	for (int r = 0; r < opt.reps; r++) {
 		for (int p = 0; p < nr_points; p++) {
 			struct result *x = &res[r][p], ctl;
@@ -876,9 +864,11 @@ int main(int argc, char **argv)
 				       x->idle * 100, x->ctl_ops_s);
 		}
 	}
+}
 
-	one = point_index(1);
-	wi = point_index(width);
+/* The medians of each point. */
+static void print_points(int one, int wi)
+{
 	for (int p = 0; p < nr_points; p++) {
 		double t = MED(p, ops_s);
 		double t1 = one >= 0 ? MED(one, ops_s) : 0;
@@ -893,63 +883,74 @@ int main(int argc, char **argv)
 			       MED(p, stime_ns_op), MED(p, faults_op), MED(p, local),
 			       spread(p));
 	}
+}
 
-	/* 1. faults_per_touch: the benchmark measures what it claims. */
+/*
+ * 1. faults_per_touch: the benchmark measures what it claims.  True if
+ * each touch took one fault (the bounds that follow need that).
+ */
+static bool check_faults_per_touch(int one)
+{
+	double f;
+
 	if (one < 0) {
 		ksft_test_result_skip("faults_per_touch: no 1-worker point in -t\n");
-	} else {
-		double f = MED(one, faults_op);
+		return false;
+	}
+	f = MED(one, faults_op);
+	ksft_print_msg("faults per touch at 1 worker: %.3f\n", f);
+	if (opt.thp != THP_NOHUGE) {
+		ksft_test_result_skip("faults_per_touch: THP %s: %.3f, unchecked\n",
+				      thp_name(), f);
+		return false;
+	}
+	if (f > 1.5) {
+		ksft_test_result_fail("faults_per_touch: %.3f per page, not 1\n", f);
+		return false;
+	}
+	if (f < 0.9 || f > 1.1) {
+		ksft_test_result_skip("faults_per_touch: %.3f: large folios\n", f);
+		return false;
+	}
+	ksft_test_result_pass("faults_per_touch\n");
+	return true;
+}
 
-		ksft_print_msg("faults per touch at 1 worker: %.3f\n", f);
-		if (opt.thp != THP_NOHUGE) {
-			ksft_test_result_skip("faults_per_touch: THP %s: %.3f, unchecked\n",
-					      thp_name(), f);
-		} else if (f > 1.5) {
-			ksft_test_result_fail("faults_per_touch: %.3f per page, not 1\n",
-					      f);
-		} else if (f < 0.9 || f > 1.1) {
-			ksft_test_result_skip("faults_per_touch: %.3f: large folios\n",
-					      f);
-		} else {
-			granular = true;
-			ksft_test_result_pass("faults_per_touch\n");
+/* 2. local_allocation: first touch allocates on the toucher's node. */
+static void check_local_allocation(void)
+{
+	double worst = 2, worst_best = 2;
+	int at = 0;
+	char nb[16] = "0";
+
+	nu_read_str("/proc/sys/kernel/numa_balancing", nb, sizeof(nb));
+	for (int p = 0; p < nr_points; p++) {
+		double v[MAX_REPS], m;
+
+		for (int r = 0; r < opt.reps; r++)
+			v[r] = res[r][p].local;
+		m = nu_median(v, opt.reps);
+		if (m < worst) {
+			worst = m;
+			worst_best = nu_max(v, opt.reps);
+			at = points[p];
 		}
 	}
-	if (!granular && !perf_gate && !opt.force)
-		perf_gate = "faults per touch is not 1 (--force to apply)";
+	if (worst < 0)
+		ksft_test_result_skip("local_allocation: no per-node numastat\n");
+	else if (worst >= 0.90)
+		ksft_test_result_pass("local_allocation\n");
+	else if (worst_best < 0.75)
+		ksft_test_result_fail("local_allocation: %.3f local at %d workers\n",
+				      worst, at);
+	else
+		ksft_test_result_skip("local_allocation: %.3f at %d, numa_balancing=%s\n",
+				      worst, at, nb);
+}
 
-	/* 2. local_allocation: first touch allocates on the toucher's node. */
-	{
-		double worst = 2, worst_best = 2;
-		int at = 0;
-		char nb[16] = "0";
-
-		nu_read_str("/proc/sys/kernel/numa_balancing", nb, sizeof(nb));
-		for (int p = 0; p < nr_points; p++) {
-			double v[MAX_REPS], m;
-
-			for (int r = 0; r < opt.reps; r++)
-				v[r] = res[r][p].local;
-			m = nu_median(v, opt.reps);
-			if (m < worst) {
-				worst = m;
-				worst_best = nu_max(v, opt.reps);
-				at = points[p];
-			}
-		}
-		if (worst < 0)
-			ksft_test_result_skip("local_allocation: no per-node numastat\n");
-		else if (worst >= 0.90)
-			ksft_test_result_pass("local_allocation\n");
-		else if (worst_best < 0.75)
-			ksft_test_result_fail("local_allocation: %.3f local at %d workers\n",
-					      worst, at);
-		else
-			ksft_test_result_skip("local_allocation: %.3f at %d, numa_balancing=%s\n",
-					      worst, at, nb);
-	}
-
-	/* 3. intra_node_speedup: S(W) and no collapse past the knee. */
+/* 3. intra_node_speedup: S(W) and no collapse past the knee. */
+static void check_intra_node_speedup(int one, int wi)
+{
 	if (one < 0 || wi < 0 || width < 4) {
 		ksft_test_result_skip("intra_node_speedup: node width %d < 4 or points missing\n",
 				      width);
@@ -980,8 +981,11 @@ int main(int argc, char **argv)
 		else
 			ksft_test_result(!(bad_med && bad_best), "intra_node_speedup\n");
 	}
+}
 
-	/* 4. node_additivity_k: adding a node adds a node's worth. */
+/* 4. node_additivity_k: adding a node adds a node's worth. */
+static void check_node_additivity(int kmax, int wi)
+{
 	if (kmax < 2) {
 		ksft_test_result_skip("node_additivity_2: fewer than two eligible nodes\n");
 	} else {
@@ -1016,71 +1020,106 @@ int main(int argc, char **argv)
 						 "node_additivity_%d\n", k);
 		}
 	}
+}
 
-	/* 5. worker_fairness: no worker starves. */
-	{
-		double worst = 2;
-		bool starved = false;
-		int at = 0, idx[MAX_POINTS], ni = 0;
-		const char *why;
+/* 5. worker_fairness: no worker starves. */
+static void check_worker_fairness(void)
+{
+	double worst = 2;
+	bool starved = false;
+	int at = 0, idx[MAX_POINTS], ni = 0;
+	const char *why;
 
-		for (int p = 0; p < nr_points; p++) {
-			double v[MAX_REPS], m;
-			bool all_low = true;
+	for (int p = 0; p < nr_points; p++) {
+		double v[MAX_REPS], m;
+		bool all_low = true;
 
-			if (points[p] < 2)
-				continue;
-			idx[ni++] = p;
-			for (int r = 0; r < opt.reps; r++) {
-				v[r] = res[r][p].worker_med > 0 ?
-					res[r][p].worker_min / res[r][p].worker_med : 0;
-				all_low &= v[r] < 0.1;
-			}
-			m = nu_median(v, opt.reps);
-			starved |= all_low;
-			if (m < worst) {
-				worst = m;
-				at = points[p];
-			}
+		if (points[p] < 2)
+			continue;
+		idx[ni++] = p;
+		for (int r = 0; r < opt.reps; r++) {
+			v[r] = res[r][p].worker_med > 0 ?
+				res[r][p].worker_min / res[r][p].worker_med : 0;
+			all_low &= v[r] < 0.1;
 		}
-		why = perf_gate ? perf_gate : noisy(idx, ni);
-		if (!ni)
-			ksft_test_result_skip("worker_fairness: no point with two workers\n");
-		else if (why && !starved)
-			ksft_test_result_skip("worker_fairness: min/med %.2f at %d; %s\n",
-					      worst, at, why);
-		else if (starved || worst < 0.25)
-			ksft_test_result_fail("worker_fairness: slowest %.2f of median at %d\n",
-					      worst, at);
-		else
-			ksft_test_result_pass("worker_fairness\n");
+		m = nu_median(v, opt.reps);
+		starved |= all_low;
+		if (m < worst) {
+			worst = m;
+			at = points[p];
+		}
 	}
+	why = perf_gate ? perf_gate : noisy(idx, ni);
+	if (!ni)
+		ksft_test_result_skip("worker_fairness: no point with two workers\n");
+	else if (why && !starved)
+		ksft_test_result_skip("worker_fairness: min/med %.2f at %d; %s\n",
+				      worst, at, why);
+	else if (starved || worst < 0.25)
+		ksft_test_result_fail("worker_fairness: slowest %.2f of median at %d\n",
+				      worst, at);
+	else
+		ksft_test_result_pass("worker_fairness\n");
+}
 
-	/*
-	 * 6. Kernel time per op is reported (no bound holds across machines);
-	 * the check is that every point made progress.
-	 */
-	{
-		int stalled = -1;
-		double c1 = one >= 0 ? MED(one, stime_ns_op) : 0;
+/*
+ * 6. Kernel time per op is reported (no bound holds across machines);
+ * the check is that every point made progress.
+ */
+static void check_progress(int one)
+{
+	int stalled = -1;
+	double c1 = one >= 0 ? MED(one, stime_ns_op) : 0;
 
-		for (int r = 0; r < opt.reps; r++)
-			for (int p = 0; p < nr_points; p++)
-				if (res[r][p].ops_s <= 0)
-					stalled = points[p];
+	for (int r = 0; r < opt.reps; r++)
 		for (int p = 0; p < nr_points; p++)
-			ksft_print_msg(FMT_COST, points[p], MED(p, stime_ns_op),
-				       c1 > 0 ? MED(p, stime_ns_op) / c1 : 0,
-				       MED(p, ops_s) * MED(p, faults_op) /
-				       point_nodes(points[p]));
-		if (c1 <= 0)
-			ksft_print_msg("cost: no system time was accounted\n");
-		if (stalled >= 0)
-			ksft_test_result_fail("every_point_progressed: none at %d workers\n",
-					      stalled);
-		else
-			ksft_test_result_pass("every_point_progressed\n");
-	}
+			if (res[r][p].ops_s <= 0)
+				stalled = points[p];
+	for (int p = 0; p < nr_points; p++)
+		ksft_print_msg(FMT_COST, points[p], MED(p, stime_ns_op),
+			       c1 > 0 ? MED(p, stime_ns_op) / c1 : 0,
+			       MED(p, ops_s) * MED(p, faults_op) /
+			       point_nodes(points[p]));
+	if (c1 <= 0)
+		ksft_print_msg("cost: no system time was accounted\n");
+	if (stalled >= 0)
+		ksft_test_result_fail("every_point_progressed: none at %d workers\n",
+				      stalled);
+	else
+		ksft_test_result_pass("every_point_progressed\n");
+}
+
+int main(int argc, char **argv)
+{
+	int one, wi, kmax;
+	double busy;
+
+	page_size = sysconf(_SC_PAGESIZE);
+	parse_args(argc, argv);
+	ksft_print_header();
+
+	if (nu_topo_read(&topo))
+		ksft_exit_skip("cannot read the NUMA topology from sysfs\n");
+	plan_sweep();
+	size_region();
+	busy = nu_busy_fraction(500);
+	set_perf_gate(busy);
+
+	kmax = nr_nodes_used;
+	ksft_set_plan(5 + (kmax >= 2 ? kmax - 1 : 1));
+	report_env(busy);
+	run_reps();
+
+	one = point_index(1);
+	wi = point_index(width);
+	print_points(one, wi);
+	if (!check_faults_per_touch(one) && !perf_gate && !opt.force)
+		perf_gate = "faults per touch is not 1 (--force to apply)";
+	check_local_allocation();
+	check_intra_node_speedup(one, wi);
+	check_node_additivity(kmax, wi);
+	check_worker_fairness();
+	check_progress(one);
 
 	if (opt.csv)
 		write_csv();

@@ -598,154 +598,210 @@ static bool knob_wanted(enum knob_mode mode, int i)
 	}
 }
 
-/*
- * Run @v once with @ld as the concurrent load; @mode says how the stage
- * timing is switched for the migration phase.
- */
-static void run_variant(const struct variant *v, const struct load *ld,
-			enum knob_mode mode, unsigned long mib, double seconds,
-			struct outcome *o)
-{
-	size_t bytes = mib << 20, pages = bytes / page_size;
-	struct stamper st[MAX_WORKERS + 1], *by = NULL;
-	pthread_t hog;
-	bool hog_on = false, knob = false;
-	pid_t kids[NR_FORKED] = { 0 };
-	unsigned long amask[2];
+/* One run of a variant: its buffer, its load, and what it found. */
+struct run {
+	const struct variant *v;
+	const struct load *ld;
+	enum knob_mode mode;
+	struct outcome *o;
+	size_t bytes, pages;
+	char *buf;
 	void **addrs;
-	int *nodes, *status, nw = 0;
-	uint64_t last_chunks = 0;
-	double t_start, t_end, last_progress;
-	long long ipi0;
-	char *buf, *bybuf = NULL;
-	int dir = 0;
+	int *nodes, *status;
+	pid_t kids[NR_FORKED];
+	struct stamper st[MAX_WORKERS + 1], *by;
+	char *bybuf;
+	int nw;
+	pthread_t hog;
+	bool hog_on;
+};
 
-	memset(o, 0, sizeof(*o));
-	o->min_on_target = -1;
-	short_calls = 0;
-	retried_short = 0;
+static void kill_kids(struct run *r)
+{
+	for (int k = 0; k < NR_FORKED; k++)
+		if (r->kids[k] > 0) {
+			kill(r->kids[k], SIGKILL);
+			waitpid(r->kids[k], NULL, 0);
+		}
+}
+
+/* The buffer on node A and the address array (shuffled if asked). */
+static bool run_buffer(struct run *r)
+{
+	unsigned long amask[2];
+
 	nodemask_of(node_a, amask);
 	nu_pin_cpu(cpu_workers[0]);
 	nu_set_mempolicy(MPOL_BIND, amask, 8 * sizeof(amask));
-	buf = make_buffer(v, bytes, o->why, sizeof(o->why), kids);
+	r->buf = make_buffer(r->v, r->bytes, r->o->why, sizeof(r->o->why),
+			     r->kids);
 	nu_set_mempolicy(MPOL_DEFAULT, NULL, 0);
-	if (!buf) {
-		for (int k = 0; k < NR_FORKED; k++)
-			if (kids[k] > 0) {
-				kill(kids[k], SIGKILL);
-				waitpid(kids[k], NULL, 0);
-			}
-		o->skipped = true;
-		return;
+	if (!r->buf) {
+		kill_kids(r);
+		return false;
 	}
-	addrs = calloc(pages, sizeof(*addrs));
-	nodes = calloc(pages, sizeof(*nodes));
-	status = calloc(pages, sizeof(*status));
-	for (size_t i = 0; i < pages; i++)
-		addrs[i] = buf + i * page_size;
-	for (size_t i = pages - 1; v->shuffle && i > 0; i--) {
+	r->addrs = calloc(r->pages, sizeof(*r->addrs));
+	r->nodes = calloc(r->pages, sizeof(*r->nodes));
+	r->status = calloc(r->pages, sizeof(*r->status));
+	for (size_t i = 0; i < r->pages; i++)
+		r->addrs[i] = r->buf + i * page_size;
+	for (size_t i = r->pages - 1; r->v->shuffle && i > 0; i--) {
 		size_t j = (size_t)rand() % (i + 1);
-		void *t = addrs[i];
+		void *t = r->addrs[i];
 
-		addrs[i] = addrs[j];
-		addrs[j] = t;
+		r->addrs[i] = r->addrs[j];
+		r->addrs[j] = t;
 	}
+	return true;
+}
 
-	memset(st, 0, sizeof(st));
+/* A bystander stamping 1 MiB of its own, local to its CPU. */
+static void start_bystander(struct run *r)
+{
+	struct stamper *by = &r->st[r->nw];
+
+	r->bybuf = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/* first touch from the bystander's CPU: its memory is local there */
+	nu_pin_cpu(cpu_bystander);
+	for (size_t i = 0; i < (size_t)(1 << 20) / page_size; i++)
+		*(uint64_t *)(r->bybuf + i * page_size) = PATTERN(i);
+	by->cpu = cpu_bystander;
+	by->buf = r->bybuf;
+	by->pages = (1 << 20) / page_size;
+	by->write = true;
+	pthread_create(&by->tid, NULL, stamp_thread, by);
+	r->by = by;
+}
+
+/* The load: stamping workers on slices of the buffer, a hog, a bystander. */
+static void start_load(struct run *r)
+{
+	const struct load *ld = r->ld;
+
 	__atomic_store_n(&phase, PH_BASE, __ATOMIC_RELEASE);
 	for (int w = 0; ld->workers && w < opt.workers; w++) {
-		size_t slice = pages / opt.workers;
+		size_t slice = r->pages / opt.workers;
+		struct stamper *st = &r->st[w];
 
-		st[w].cpu = cpu_workers[w % nr_cpu_workers];
-		st[w].buf = buf + w * slice * page_size;
-		st[w].first = w * slice;
-		st[w].pages = w == opt.workers - 1 ? pages - w * slice : slice;
-		st[w].write = ld->write && !v->file;
-		pthread_create(&st[w].tid, NULL, stamp_thread, &st[w]);
-		nw++;
+		st->cpu = cpu_workers[w % nr_cpu_workers];
+		st->buf = r->buf + w * slice * page_size;
+		st->first = w * slice;
+		st->pages = w == opt.workers - 1 ? r->pages - w * slice : slice;
+		st->write = ld->write && !r->v->file;
+		pthread_create(&st->tid, NULL, stamp_thread, st);
+		r->nw++;
 	}
 	if (ld->hog && cpu_hog >= 0)
-		hog_on = !pthread_create(&hog, NULL, hog_thread, &o->hog_passes);
-	if (ld->bystander && cpu_bystander >= 0) {
-		by = &st[nw];
-		bybuf = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE,
-			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		/* first touch from the bystander's CPU: its memory is local there */
-		nu_pin_cpu(cpu_bystander);
-		for (size_t i = 0; i < (size_t)(1 << 20) / page_size; i++)
-			*(uint64_t *)(bybuf + i * page_size) = PATTERN(i);
-		by->cpu = cpu_bystander;
-		by->buf = bybuf;
-		by->pages = (1 << 20) / page_size;
-		by->write = true;
-		pthread_create(&by->tid, NULL, stamp_thread, by);
-	}
+		r->hog_on = !pthread_create(&r->hog, NULL, hog_thread,
+					    &r->o->hog_passes);
+	if (ld->bystander && cpu_bystander >= 0)
+		start_bystander(r);
 	nu_pin_cpu(cpu_migrator);
+}
 
-	/* Baseline. */
-	usleep(opt.baseline * 1e6);
-	for (int w = 0; w < nw; w++)
-		o->work0 += st[w].chunks;
-	o->work0 /= opt.baseline;
+/* Chunks the workers stamped so far. */
+static uint64_t run_chunks(struct run *r)
+{
+	uint64_t chunks = 0;
 
-	/* Migration phase; with ROCM as the knob, stages are timed throughout. */
-	if (mode != KNOB_OFF && knob_kind != KNOB_NONE)
+	for (int w = 0; w < r->nw; w++)
+		chunks += __atomic_load_n(&r->st[w].chunks, __ATOMIC_RELAXED);
+	return chunks;
+}
+
+/*
+ * One migration call, the @dir way, with the knob @want; its time, pages
+ * and stage sums go to the outcome.  False if the call failed.
+ */
+static bool run_call(struct run *r, bool want, int dir)
+{
+	struct outcome *o = r->o;
+	double c0, c1, cnt0[NR_STAGE_COLS], ns0[NR_STAGE_COLS];
+	double cnt1[NR_STAGE_COLS], ns1[NR_STAGE_COLS];
+	bool split;
+	long on;
+
+	split = knob_sysctl() && have_stages && r->mode != KNOB_OFF &&
+		stage_sums(cnt0, ns0);
+	__atomic_store_n(&phase, want ? PH_ON : PH_OFF, __ATOMIC_RELEASE);
+	c0 = nu_now();
+	on = move_buffer(r->v, r->buf, r->pages, dir ? node_b : node_a,
+			 dir ? node_a : node_b, r->addrs, r->nodes, r->status);
+	c1 = nu_now();
+	if (on < 0) {
+		snprintf(o->why, sizeof(o->why), "migration call failed: %s",
+			 strerror(errno));
+		return false;
+	}
+	if (split && stage_sums(cnt1, ns1))
+		for (int k = 0; k < NR_STAGE_COLS; k++) {
+			o->st_cnt[want][k] += cnt1[k] - cnt0[k];
+			o->st_ns[want][k] += ns1[k] - ns0[k];
+		}
+	o->pages_in[want] += on;
+	o->call_on[o->calls] = want;
+	o->call_pages[o->calls] = on;
+	o->call_ns[o->calls++] = (c1 - c0) * 1e9;
+	o->ns_in[want] += (c1 - c0) * 1e9;
+	o->moved_pages += on;
+	if (o->min_on_target < 0 || on < o->min_on_target)
+		o->min_on_target = on;
+	return true;
+}
+
+/* Stage timing for the migration phase; with ROCM as the knob, throughout. */
+static void stages_begin(struct run *r)
+{
+	if (r->mode != KNOB_OFF && knob_kind != KNOB_NONE)
 		stages_cmd("reset");
-	if (knob_sysctl() && mode != KNOB_OFF) {
+	if (knob_sysctl() && r->mode != KNOB_OFF) {
 		stages_cmd("sample 1");
 		stages_cmd("1");
 	}
 	/* the first calls are off: the compare's knob is not, at boot */
 	if (knob_kind == KNOB_COMPARE)
 		knob_set(false);
-	ipi0 = nu_tlb_shootdowns();
-	last_chunks = 0;
-	for (int w = 0; w < nw; w++)
-		last_chunks += st[w].chunks;
+}
+
+/* Leave the feature off, as the other variants expect: the compare on. */
+static void stages_end(struct run *r)
+{
+	if (knob_sysctl())
+		knob_set(knob_kind == KNOB_COMPARE);
+	if (r->mode != KNOB_OFF && have_stages && knob_kind != KNOB_NONE) {
+		nu_read_all(STAGES_FILE, r->o->stages, sizeof(r->o->stages));
+		stages_cmd("0");
+		if (knob_sysctl())
+			stages_cmd("sample 64");
+	}
+}
+
+/* Move the buffer back and forth for @seconds, watching the workers. */
+static void migrate_phase(struct run *r, double seconds)
+{
+	struct outcome *o = r->o;
+	uint64_t last_chunks = run_chunks(r);
+	double t_start = nu_now(), last_progress = t_start;
+	bool knob = false;
+	int dir = 0;
+
 	o->work1 = -(double)last_chunks;
-	t_start = nu_now();
-	last_progress = t_start;
 	while (nu_now() - t_start < seconds && o->calls < MAX_CALLS) {
-		bool want = knob_wanted(mode, o->calls);
-		uint64_t chunks = 0, before = last_chunks;
-		double c0, c1, cnt0[NR_STAGE_COLS], ns0[NR_STAGE_COLS];
-		double cnt1[NR_STAGE_COLS], ns1[NR_STAGE_COLS];
-		bool split;
-		long on;
+		bool want = knob_wanted(r->mode, o->calls);
+		uint64_t chunks, before = last_chunks;
+		double c1;
 
 		/* switching is not timed; A/A writes the same way, both off */
-		if (want != knob || (mode == KNOB_AA && o->calls % 2 == 0))
+		if (want != knob || (r->mode == KNOB_AA && o->calls % 2 == 0))
 			knob_set(want);
 		knob = want;
-		split = knob_sysctl() && have_stages && mode != KNOB_OFF &&
-			stage_sums(cnt0, ns0);
-		__atomic_store_n(&phase, want ? PH_ON : PH_OFF, __ATOMIC_RELEASE);
-		c0 = nu_now();
-		on = move_buffer(v, buf, pages, dir ? node_b : node_a,
-				 dir ? node_a : node_b, addrs, nodes, status);
-		c1 = nu_now();
-		if (on < 0) {
-			snprintf(o->why, sizeof(o->why), "migration call failed: %s",
-				 strerror(errno));
+		if (!run_call(r, want, dir))
 			break;
-		}
-		if (split && stage_sums(cnt1, ns1))
-			for (int k = 0; k < NR_STAGE_COLS; k++) {
-				o->st_cnt[want][k] += cnt1[k] - cnt0[k];
-				o->st_ns[want][k] += ns1[k] - ns0[k];
-			}
-		o->pages_in[want] += on;
-		o->call_on[o->calls] = want;
-		o->call_pages[o->calls] = on;
-		o->call_ns[o->calls++] = (c1 - c0) * 1e9;
-		o->ns_in[want] += (c1 - c0) * 1e9;
-		o->moved_pages += on;
-		if (o->min_on_target < 0 || on < o->min_on_target)
-			o->min_on_target = on;
+		c1 = nu_now();
 		dir = !dir;
 		/* progress: any worker chunk since the last look */
-		for (int w = 0; w < nw; w++)
-			chunks += __atomic_load_n(&st[w].chunks, __ATOMIC_RELAXED);
+		chunks = run_chunks(r);
 		o->work_in[want] += chunks - before;
 		if (chunks != last_chunks) {
 			last_chunks = chunks;
@@ -754,62 +810,98 @@ static void run_variant(const struct variant *v, const struct load *ld,
 			o->max_silence = c1 - last_progress;
 		}
 	}
-	t_end = nu_now();
-	o->seconds = t_end - t_start;
-	o->pages_per_call = pages;
-	o->short_calls = short_calls;
-	o->retried_short = retried_short;
+	o->seconds = nu_now() - t_start;
+}
+
+/* Stop the load and fold what each thread saw into the outcome. */
+static void stop_load(struct run *r)
+{
+	struct outcome *o = r->o;
+
 	__atomic_store_n(&phase, PH_STOP, __ATOMIC_RELEASE);
-	if (hog_on)
-		pthread_join(hog, NULL);
-	for (int w = 0; w < nw; w++) {
-		pthread_join(st[w].tid, NULL);
-		o->work1 += st[w].chunks;
-		o->bad += st[w].bad;
-		nu_hist_merge(&o->g0, &st[w].gaps[PH_BASE]);
-		nu_hist_merge(&o->g1, &st[w].gaps[PH_OFF]);
-		nu_hist_merge(&o->g1, &st[w].gaps[PH_ON]);
-		nu_hist_merge(&o->gs[0], &st[w].gaps[PH_OFF]);
-		nu_hist_merge(&o->gs[1], &st[w].gaps[PH_ON]);
+	if (r->hog_on)
+		pthread_join(r->hog, NULL);
+	for (int w = 0; w < r->nw; w++) {
+		struct stamper *st = &r->st[w];
+
+		pthread_join(st->tid, NULL);
+		o->work1 += st->chunks;
+		o->bad += st->bad;
+		nu_hist_merge(&o->g0, &st->gaps[PH_BASE]);
+		nu_hist_merge(&o->g1, &st->gaps[PH_OFF]);
+		nu_hist_merge(&o->g1, &st->gaps[PH_ON]);
+		nu_hist_merge(&o->gs[0], &st->gaps[PH_OFF]);
+		nu_hist_merge(&o->gs[1], &st->gaps[PH_ON]);
 		/* the longest gap also bounds silence */
 		if (o->g1.max / 1e9 > o->max_silence)
 			o->max_silence = o->g1.max / 1e9;
 	}
 	o->work1 /= o->seconds;
-	if (by) {
-		pthread_join(by->tid, NULL);
-		o->b0 = by->gaps[PH_BASE];
-		o->b1 = by->gaps[PH_OFF];
-		nu_hist_merge(&o->b1, &by->gaps[PH_ON]);
-		munmap(bybuf, 1 << 20);
+	if (r->by) {
+		pthread_join(r->by->tid, NULL);
+		o->b0 = r->by->gaps[PH_BASE];
+		o->b1 = r->by->gaps[PH_OFF];
+		nu_hist_merge(&o->b1, &r->by->gaps[PH_ON]);
+		munmap(r->bybuf, 1 << 20);
 	}
+}
+
+/*
+ * Run @v once with @ld as the concurrent load; @mode says how the stage
+ * timing is switched for the migration phase.
+ */
+static void run_variant(const struct variant *v, const struct load *ld,
+			enum knob_mode mode, unsigned long mib, double seconds,
+			struct outcome *o)
+{
+	static struct run r;
+	long long ipi0;
+
+	memset(&r, 0, sizeof(r));
+	memset(o, 0, sizeof(*o));
+	r.v = v;
+	r.ld = ld;
+	r.mode = mode;
+	r.o = o;
+	r.bytes = mib << 20;
+	r.pages = r.bytes / page_size;
+	o->min_on_target = -1;
+	short_calls = 0;
+	retried_short = 0;
+	if (!run_buffer(&r)) {
+		o->skipped = true;
+		return;
+	}
+	start_load(&r);
+
+	/* Baseline. */
+	usleep(opt.baseline * 1e6);
+	for (int w = 0; w < r.nw; w++)
+		o->work0 += r.st[w].chunks;
+	o->work0 /= opt.baseline;
+
+	stages_begin(&r);
+	ipi0 = nu_tlb_shootdowns();
+	migrate_phase(&r, seconds);
+	o->pages_per_call = r.pages;
+	o->short_calls = short_calls;
+	o->retried_short = retried_short;
+	stop_load(&r);
 	o->ipis = ipi0 >= 0 ? nu_tlb_shootdowns() - ipi0 : -1;
-	/* leave the feature off, as the other variants expect: the compare on */
-	if (knob_sysctl())
-		knob_set(knob_kind == KNOB_COMPARE);
-	if (mode != KNOB_OFF && have_stages && knob_kind != KNOB_NONE) {
-		nu_read_all(STAGES_FILE, o->stages, sizeof(o->stages));
-		stages_cmd("0");
-		if (knob_sysctl())
-			stages_cmd("sample 64");
-	}
+	stages_end(&r);
 
 	/* Final integrity check of the whole buffer. */
-	for (size_t i = 0; i < pages; i++) {
-		uint64_t *w = (uint64_t *)(buf + i * page_size);
+	for (size_t i = 0; i < r.pages; i++) {
+		uint64_t *w = (uint64_t *)(r.buf + i * page_size);
 
 		if (w[0] != PATTERN(i))
 			o->bad_final++;
 	}
-	for (int k = 0; k < NR_FORKED; k++)
-		if (kids[k] > 0) {
-			kill(kids[k], SIGKILL);
-			waitpid(kids[k], NULL, 0);
-		}
-	munmap(buf, bytes);
-	free(addrs);
-	free(nodes);
-	free(status);
+	kill_kids(&r);
+	munmap(r.buf, r.bytes);
+	free(r.addrs);
+	free(r.nodes);
+	free(r.status);
 }
 
 static double median_call(struct outcome *o)

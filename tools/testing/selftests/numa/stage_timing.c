@@ -24,7 +24,7 @@
 #include <linux/mempolicy.h>
 #include <sys/mman.h>
 
-#include "../kselftest.h"
+#include "../kselftest_harness.h"
 #include "numa_util.h"
 
 #define STAGES_FILE	"/sys/kernel/debug/mm/migrate_stages"
@@ -61,11 +61,6 @@ static long long total(const char *text, const char *name)
 	snprintf(key, sizeof(key), "\n%s ", name);
 	p = strstr(text, key);
 	return p ? strtoll(p + strlen(key), NULL, 10) : -1;
-}
-
-static int read_stages(char *buf, size_t len)
-{
-	return nu_read_all(STAGES_FILE, buf, len);
 }
 
 static int spin_stop;
@@ -109,181 +104,215 @@ static int pick_cpus(void)
 	return -1;
 }
 
-int main(void)
+TEST(rejects_bad_input)
 {
-	static char text[16384];
-	int src = -1, dst = -1, moved = 0, status[NR_PAGES], nodes[NR_PAGES];
-	void *pages[NR_PAGES];
-	struct nu_topo topo;
-	pthread_t spin_tid;
-	int spin_cpu, every = 64;
-	char cmd[32];
-	long page = sysconf(_SC_PAGESIZE);
-	long long v;
-	char *buf;
-	int ret;
-
-	ksft_print_header();
 	if (access(STAGES_FILE, F_OK))
-		ksft_exit_skip("%s missing (no CONFIG_MIGRATE_STAGES or no debugfs)\n",
-			       STAGES_FILE);
-	if (geteuid())
-		ksft_exit_skip("needs root for debugfs\n");
+		NU_SKIP(return, "%s missing (no CONFIG_MIGRATE_STAGES or no debugfs)",
+			STAGES_FILE);
+	EXPECT_EQ(-EINVAL, nu_write_str(STAGES_FILE, "bogus"));
+	EXPECT_EQ(-EINVAL, nu_write_str(STAGES_FILE, "sample 0"));
+}
+
+/*
+ * Each case: stages on and every folio timed, a buffer of NR_PAGES base
+ * pages on @src moved to @dst with a second CPU keeping the mm live, the
+ * summary read back into @text.
+ */
+FIXTURE(st) {
+	int src, dst, moved, every, spin_cpu;
+	long page;
+	char *buf;
+	char text[16384];
+};
+
+/* The first memory node with CPUs, and another memory node. */
+static int pick_nodes(int *src, int *dst)
+{
+	struct nu_topo topo;
+
+	*src = *dst = -1;
 	if (nu_topo_read(&topo))
-		ksft_exit_skip("cannot read the NUMA topology\n");
+		return -1;
 	for (int i = 0; i < topo.nr_nodes; i++) {
 		struct nu_node *nd = &topo.node[i];
 
 		if (!nd->has_memory || !nd->allowed)
 			continue;
-		if (src < 0 && nd->has_cpu && nd->nr_cpus)
-			src = nd->id;
-		else if (dst < 0 && nd->id != src)
-			dst = nd->id;
+		if (*src < 0 && nd->has_cpu && nd->nr_cpus)
+			*src = nd->id;
+		else if (*dst < 0 && nd->id != *src)
+			*dst = nd->id;
 	}
-	if (src < 0 || dst < 0)
-		ksft_exit_skip("needs two memory nodes, one with CPUs\n");
-	ksft_set_plan(5);
+	return *src < 0 || *dst < 0 ? -1 : 0;
+}
 
-	/* 1. bad input is refused with EINVAL */
-	ret = nu_write_str(STAGES_FILE, "bogus");
-	{
-		int ret0 = nu_write_str(STAGES_FILE, "sample 0");
+/* NR_PAGES base pages on @node, page i holding byte i; NULL on failure. */
+static char *make_buf(int node, long page, void **pages)
+{
+	unsigned long mask = 1UL << node;
+	char *buf;
 
-		ksft_test_result(ret == -EINVAL && ret0 == -EINVAL,
-				 "rejects_bad_input (got %d, %d)\n", ret, ret0);
-	}
-	/* time every folio so the counts can be compared with what moved */
-	if (read_stages(text, sizeof(text)) > 0 && strstr(text, "sample_every "))
-		every = strtol(strstr(text, "sample_every ") + 13, NULL, 10);
-	if (nu_write_str(STAGES_FILE, "sample 1"))
-		ksft_exit_fail_msg("cannot set sampling to every folio\n");
-
-	/* 2. counts agree with what moved */
-	if (nu_write_str(STAGES_FILE, "reset") || nu_write_str(STAGES_FILE, "1"))
-		ksft_exit_fail_msg("cannot switch %s on\n", STAGES_FILE);
-	{
-		unsigned long mask = 1UL << src;
-
-		if (nu_set_mempolicy(MPOL_BIND, &mask, 8 * sizeof(mask)))
-			ksft_exit_fail_msg("set_mempolicy: %s\n", strerror(errno));
-	}
+	if (nu_set_mempolicy(MPOL_BIND, &mask, 8 * sizeof(mask)))
+		return NULL;
 	buf = mmap(NULL, NR_PAGES * page, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (buf == MAP_FAILED)
-		ksft_exit_fail_msg("mmap: %s\n", strerror(errno));
-	madvise(buf, NR_PAGES * page, MADV_NOHUGEPAGE);
-	for (int i = 0; i < NR_PAGES; i++) {
-		buf[i * page] = i;
-		pages[i] = buf + i * page;
-		nodes[i] = dst;
+	if (buf != MAP_FAILED) {
+		madvise(buf, NR_PAGES * page, MADV_NOHUGEPAGE);
+		for (int i = 0; i < NR_PAGES; i++) {
+			buf[i * page] = i;
+			pages[i] = buf + i * page;
+		}
 	}
 	nu_set_mempolicy(MPOL_DEFAULT, NULL, 0);
-	spin_cpu = pick_cpus();
-	if (spin_cpu >= 0 && pthread_create(&spin_tid, NULL, spinner, &spin_cpu))
-		spin_cpu = -1;
-	if (spin_cpu >= 0)
+	return buf == MAP_FAILED ? NULL : buf;
+}
+
+/* Move the buffer to @dst with the spinner up; pages that got there. */
+static int move_buf(FIXTURE_DATA(st) *self, void **pages)
+{
+	int status[NR_PAGES], nodes[NR_PAGES], moved = 0, ret;
+	pthread_t spin_tid;
+
+	for (int i = 0; i < NR_PAGES; i++)
+		nodes[i] = self->dst;
+	spin_stop = 0;
+	self->spin_cpu = pick_cpus();
+	if (self->spin_cpu >= 0 &&
+	    pthread_create(&spin_tid, NULL, spinner, &self->spin_cpu))
+		self->spin_cpu = -1;
+	if (self->spin_cpu >= 0)
 		usleep(100000);	/* let the spinner reach its CPU */
-	ret = nu_move_pages_where(0, NR_PAGES, pages, nodes, status, MPOL_MF_MOVE);
-	if (spin_cpu >= 0) {
+	ret = nu_move_pages_where(0, NR_PAGES, pages, nodes, status,
+				  MPOL_MF_MOVE);
+	if (self->spin_cpu >= 0) {
 		__atomic_store_n(&spin_stop, 1, __ATOMIC_RELAXED);
 		pthread_join(spin_tid, NULL);
 	}
 	if (ret < 0)
-		ksft_exit_fail_msg("move_pages: %s\n", strerror(errno));
+		return -1;
 	for (int i = 0; i < NR_PAGES; i++)
-		moved += status[i] == dst;
-	if (read_stages(text, sizeof(text)) <= 0)
-		ksft_exit_fail_msg("cannot read %s\n", STAGES_FILE);
-	ksft_print_msg("moved %d of %d pages from node %d to node %d\n", moved,
-		       NR_PAGES, src, dst);
-	for (char *l = strtok(strdup(text), "\n"); l; l = strtok(NULL, "\n"))
-		ksft_print_msg("%s\n", l);
-	{
-		static const char * const per_folio[] = {
-			"alloc", "unmap", "copy", "remap", "window",
-		};
-		bool ok = moved > 0;
-
-		/*
-		 * One event per moved folio; a folio retried after a
-		 * transient failure may add one more, never fewer.  The
-		 * window is timed only on a batch's first pass.
-		 */
-		for (int i = 0; i < 5; i++) {
-			long long lo = moved, hi = moved + SLACK;
-
-			if (!strcmp(per_folio[i], "window")) {
-				lo = moved - SLACK;
-				hi = moved;
-			}
-			v = reason_count(text, "syscall_or_cpuset", per_folio[i]);
-			if (v < lo || v > hi) {
-				ksft_print_msg("%s count %lld, expected %lld..%lld\n",
-					       per_folio[i], v, lo, hi);
-				ok = false;
-			}
-		}
-		v = reason_count(text, "syscall_or_cpuset", "flush");
-		if (spin_cpu < 0) {
-			ksft_print_msg("one CPU only: flush count %lld not checked\n", v);
-		} else if (v < 1 || v > moved) {
-			ksft_print_msg("flush count %lld, expected 1..%d\n", v, moved);
-			ok = false;
-		}
-		v = total(text, "bytes_copied");
-		if (v < (long long)moved * page) {
-			ksft_print_msg("bytes_copied %lld < %lld\n", v,
-				       (long long)moved * page);
-			ok = false;
-		}
-		ksft_test_result(ok, "counts_match_migrated\n");
-	}
-
-	/* 3. the per-folio log has a row for each moved page */
-	{
-		static char log[1 << 20];
-		long long rows = 0, bad = 0;
-		char *line, *save;
-
-		if (nu_read_all(LOG_FILE, log, sizeof(log)) <= 0)
-			log[0] = '\0';
-		for (line = strtok_r(log, "\n", &save); line;
-		     line = strtok_r(NULL, "\n", &save)) {
-			unsigned long long ts, copy, window;
-			char reason[32];
-			int rc;
-
-			if (sscanf(line, LOG_ROW, &ts, reason, &rc, &copy, &window) != 5 ||
-			    strcmp(reason, "syscall_or_cpuset") || rc)
-				continue;
-			rows++;
-			/* a folio stays unmapped at least while it is copied */
-			bad += window && window < copy;
-		}
-		ksft_test_result(rows >= moved && rows <= moved + SLACK && !bad,
-				 "log_records_folios (%lld rows, %lld inconsistent)\n",
-				 rows, bad);
-	}
-
-	/* 4. every data byte survived the move */
-	{
-		int bad = 0;
-
-		for (int i = 0; i < NR_PAGES; i++)
-			bad += buf[i * page] != (char)i;
-		ksft_test_result(!bad, "data_intact (%d pages differ)\n", bad);
-	}
-
-	/* 5. reset clears the counters; switching off is accepted */
-	nu_write_str(STAGES_FILE, "0");
-	snprintf(cmd, sizeof(cmd), "sample %d", every);
-	nu_write_str(STAGES_FILE, cmd);
-	ret = nu_write_str(STAGES_FILE, "reset");
-	read_stages(text, sizeof(text));
-	v = total(text, "batches");
-	ksft_test_result(!ret && v == 0 && !strstr(text, "reason syscall_or_cpuset"),
-			 "reset_clears (batches %lld)\n", v);
-	munmap(buf, NR_PAGES * page);
-	ksft_finished();
+		moved += status[i] == self->dst;
+	return moved;
 }
+
+FIXTURE_SETUP(st)
+{
+	void *pages[NR_PAGES];
+
+	self->buf = NULL;
+	self->every = 0;
+	self->page = sysconf(_SC_PAGESIZE);
+	if (access(STAGES_FILE, F_OK))
+		NU_SKIP(return, "%s missing (no CONFIG_MIGRATE_STAGES or no debugfs)",
+			STAGES_FILE);
+	if (pick_nodes(&self->src, &self->dst))
+		NU_SKIP(return, "needs two memory nodes, one with CPUs");
+	/* time every folio so the counts can be compared with what moved */
+	ASSERT_LT(0, nu_read_all(STAGES_FILE, self->text, sizeof(self->text)));
+	ASSERT_NE(NULL, strstr(self->text, "sample_every "));
+	self->every = strtol(strstr(self->text, "sample_every ") + 13, NULL, 10);
+	ASSERT_EQ(0, nu_write_str(STAGES_FILE, "sample 1"));
+	ASSERT_EQ(0, nu_write_str(STAGES_FILE, "reset"));
+	ASSERT_EQ(0, nu_write_str(STAGES_FILE, "1"));
+	self->buf = make_buf(self->src, self->page, pages);
+	ASSERT_NE(NULL, self->buf);
+	self->moved = move_buf(self, pages);
+	ASSERT_LT(0, self->moved);
+	ASSERT_LT(0, nu_read_all(STAGES_FILE, self->text, sizeof(self->text)));
+	TH_LOG("moved %d of %d pages from node %d to node %d", self->moved,
+	       NR_PAGES, self->src, self->dst);
+}
+
+FIXTURE_TEARDOWN(st)
+{
+	char cmd[32];
+
+	if (self->every) {
+		nu_write_str(STAGES_FILE, "0");
+		snprintf(cmd, sizeof(cmd), "sample %d", self->every);
+		nu_write_str(STAGES_FILE, cmd);
+	}
+	if (self->buf)
+		munmap(self->buf, NR_PAGES * self->page);
+}
+
+/*
+ * One event per moved folio; a folio retried after a transient failure
+ * may add one more, never fewer.  The window is timed only on a batch's
+ * first pass.
+ */
+TEST_F(st, counts_match_migrated)
+{
+	static const char * const per_folio[] = {
+		"alloc", "unmap", "copy", "remap", "window",
+	};
+	long long v, moved = self->moved;
+
+	for (int i = 0; i < 5; i++) {
+		bool window = !strcmp(per_folio[i], "window");
+
+		v = reason_count(self->text, "syscall_or_cpuset", per_folio[i]);
+		TH_LOG("%s count %lld for %lld pages moved", per_folio[i], v,
+		       moved);
+		EXPECT_LE(window ? moved - SLACK : moved, v);
+		EXPECT_GE(window ? moved : moved + SLACK, v);
+	}
+	v = reason_count(self->text, "syscall_or_cpuset", "flush");
+	if (self->spin_cpu < 0) {
+		TH_LOG("one CPU only: flush count %lld not checked", v);
+	} else {
+		EXPECT_LE(1, v);
+		EXPECT_GE(moved, v);
+	}
+	EXPECT_LE(moved * self->page, total(self->text, "bytes_copied"));
+}
+
+/* The per-folio log has a row for each moved page. */
+TEST_F(st, log_records_folios)
+{
+	static char log[1 << 20];
+	long long rows = 0, bad = 0;
+	char *line, *save;
+
+	if (nu_read_all(LOG_FILE, log, sizeof(log)) <= 0)
+		log[0] = '\0';
+	for (line = strtok_r(log, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long ts, copy, window;
+		char reason[32];
+		int rc;
+
+		if (sscanf(line, LOG_ROW, &ts, reason, &rc, &copy, &window) != 5 ||
+		    strcmp(reason, "syscall_or_cpuset") || rc)
+			continue;
+		rows++;
+		/* a folio stays unmapped at least while it is copied */
+		bad += window && window < copy;
+	}
+	TH_LOG("%lld rows, %lld inconsistent", rows, bad);
+	EXPECT_LE(self->moved, rows);
+	EXPECT_GE(self->moved + SLACK, rows);
+	EXPECT_EQ(0, bad);
+}
+
+/* Every data byte survived the move. */
+TEST_F(st, data_intact)
+{
+	int bad = 0;
+
+	for (int i = 0; i < NR_PAGES; i++)
+		bad += self->buf[i * self->page] != (char)i;
+	EXPECT_EQ(0, bad);
+}
+
+/* Reset clears the counters; switching off is accepted. */
+TEST_F(st, reset_clears)
+{
+	ASSERT_EQ(0, nu_write_str(STAGES_FILE, "0"));
+	ASSERT_EQ(0, nu_write_str(STAGES_FILE, "reset"));
+	ASSERT_LT(0, nu_read_all(STAGES_FILE, self->text, sizeof(self->text)));
+	EXPECT_EQ(0, total(self->text, "batches"));
+	EXPECT_EQ(NULL, strstr(self->text, "reason syscall_or_cpuset"));
+}
+
+TEST_HARNESS_MAIN
