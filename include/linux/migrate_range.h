@@ -5,6 +5,7 @@
 #ifndef _LINUX_MIGRATE_RANGE_H
 #define _LINUX_MIGRATE_RANGE_H
 
+#include <linux/bits.h>
 #include <linux/jump_label.h>
 #include <linux/rmap.h>
 #include <linux/rwsem.h>
@@ -30,6 +31,17 @@ static inline bool migrate_range_writer_waits(struct rw_semaphore *sem,
 {
 	return n && !(n % MIGRATE_RANGE_VMAS) && rwsem_is_contended(sem);
 }
+
+/*
+ * The bits of a migration entry that the remap gives back to the PTE,
+ * as each base's mm/migrate_range_compat.h reads them.
+ */
+enum {
+	MIGRATE_RANGE_ENTRY_YOUNG	= BIT(0),
+	MIGRATE_RANGE_ENTRY_DIRTY	= BIT(1),
+	MIGRATE_RANGE_ENTRY_WRITE	= BIT(2),
+	MIGRATE_RANGE_ENTRY_READ	= BIT(3),	/* not exclusive */
+};
 
 /* Which run gave its rmap lock up to a waiting writer (debugfs stats). */
 enum migrate_range_handover {

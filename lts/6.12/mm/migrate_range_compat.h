@@ -8,6 +8,7 @@
 #ifndef _MM_MIGRATE_RANGE_COMPAT_H
 #define _MM_MIGRATE_RANGE_COMPAT_H
 
+#include <linux/migrate_range.h>
 #include <linux/mm.h>
 #include <linux/node_private.h>
 #include <linux/swapops.h>
@@ -24,17 +25,9 @@ static inline unsigned long migrate_range_address(struct vm_area_struct *vma,
 	return vma_address(vma, folio->index, 1);
 }
 
-/* The migration entry's bits that come back with the PTE. */
-enum {
-	MIGRATE_RANGE_ENTRY_YOUNG	= BIT(0),
-	MIGRATE_RANGE_ENTRY_DIRTY	= BIT(1),
-	MIGRATE_RANGE_ENTRY_WRITE	= BIT(2),
-	MIGRATE_RANGE_ENTRY_READ	= BIT(3),	/* not exclusive */
-};
-
 /*
  * If @pte holds a migration entry for @pfn, its MIGRATE_RANGE_ENTRY_*
- * bits; else -1.
+ * bits (include/linux/migrate_range.h); else -1.
  */
 static inline int migrate_range_entry(pte_t pte, unsigned long pfn)
 {

@@ -274,8 +274,11 @@ TEST_F(mr, off_is_stock)
 	EXPECT_EQ(0, d.remap_runs);
 }
 
-/* How many pages of [p, p + NR pages) /proc/kpageflags calls mlocked. */
-static int mlocked_pages(const char *p)
+#define KPF_THP		22
+#define KPF_MLOCKED	33
+
+/* How many pages of [p, p + NR pages) have @bit in /proc/kpageflags. */
+static int kpf_pages(const char *p, int bit)
 {
 	int kflags = open("/proc/kpageflags", O_RDONLY);
 	int i, n = 0;
@@ -285,25 +288,7 @@ static int mlocked_pages(const char *p)
 	for (i = 0; i < NR; i++) {
 		uint64_t pfn = pfn_of(p + i * PAGE), f;
 
-		if (pfn && pread(kflags, &f, 8, pfn * 8) == 8 && (f >> 33 & 1))
-			n++;	/* KPF_MLOCKED */
-	}
-	close(kflags);
-	return n;
-}
-
-/* How many pages of [p, p + NR pages) are in large folios (KPF_THP). */
-static int large_pages(const char *p)
-{
-	int kflags = open("/proc/kpageflags", O_RDONLY);
-	int i, n = 0;
-
-	if (kflags < 0)
-		return -1;
-	for (i = 0; i < NR; i++) {
-		uint64_t pfn = pfn_of(p + i * PAGE), f;
-
-		if (pfn && pread(kflags, &f, 8, pfn * 8) == 8 && (f >> 22 & 1))
+		if (pfn && pread(kflags, &f, 8, pfn * 8) == 8 && (f >> bit & 1))
 			n++;
 	}
 	close(kflags);
@@ -333,7 +318,7 @@ TEST_F(mr, mthp_moves_per_folio)
 	p = (char *)(((uintptr_t)map + (64 << 10) - 1) & ~((64UL << 10) - 1));
 	ASSERT_EQ(0, nu_mbind(p, NR * PAGE, MPOL_BIND, &mask, NU_MAX_NODES, 0));
 	nu_fill(p, NR * PAGE, SEED);
-	large = large_pages(p);
+	large = kpf_pages(p, KPF_THP);
 	TH_LOG("%d of %d pages in large folios", large, NR);
 	if (large < NR / 2) {
 		munmap(map, len);
@@ -349,7 +334,7 @@ TEST_F(mr, mthp_moves_per_folio)
 	EXPECT_LE(d.unmapped, NR - large + NR / 10);
 	EXPECT_LE(d.remapped, NR - large + NR / 10);
 	/* moved whole (a folio split for want of a large one is not) */
-	EXPECT_LE(large - NR / 10, large_pages(p));
+	EXPECT_LE(large - NR / 10, kpf_pages(p, KPF_THP));
 	self->buf = NULL;
 	munmap(map, len);
 }
@@ -359,9 +344,9 @@ TEST_F(mr, mlocked_stay_mlocked)
 	struct mr_stats d;
 
 	ASSERT_EQ(0, mlock(self->buf, NR * PAGE));
-	ASSERT_EQ(NR, mlocked_pages(self->buf));
+	ASSERT_EQ(NR, kpf_pages(self->buf, KPF_MLOCKED));
 	mr_move(_metadata, self, "1", MPOL_MF_MOVE, &d);
-	EXPECT_EQ(NR, mlocked_pages(self->buf));
+	EXPECT_EQ(NR, kpf_pages(self->buf, KPF_MLOCKED));
 	EXPECT_EQ(0, d.remapped);
 	munlock(self->buf, NR * PAGE);
 }
