@@ -36,6 +36,7 @@
 #include <linux/delay.h>
 #include <linux/init.h>
 #include <linux/migrate_range.h>
+#include <linux/migrate_rocm.h>
 #include <linux/migrate_stages.h>
 #include <linux/mm.h>
 #include <linux/mmu_notifier.h>
@@ -363,23 +364,30 @@ static void migrate_range_unmap_timed(struct migrate_range_run *run)
 
 /*
  * Before the batch's flush: unmap the folios of @folios (the batch's
- * unmapped list) that migrate_folio_unmap() left mapped for a range
- * unmap (migrate_range_defer()), in runs.  Only those are still mapped
- * there: a folio it unmapped is not, and one it could not unmap is not
- * on the list.
+ * unmapped list, @dst_folios their destinations) that
+ * migrate_folio_unmap() left mapped for a range unmap
+ * (migrate_range_defer()), in runs.  Only those, and those ROCM took
+ * (their records say so: it moves them mapped), are still mapped there:
+ * a folio it unmapped is not, and one it could not unmap is not on the
+ * list.
  */
-void __migrate_range_unmap_batch(struct list_head *folios)
+void __migrate_range_unmap_batch(struct list_head *folios,
+				 struct list_head *dst_folios)
 {
+	struct folio *src, *dst = list_first_entry(dst_folios, struct folio,
+						   lru);
 	struct migrate_range_run run = {}, done;
 	unsigned int idx = 0;
-	struct folio *src;
 
 	list_for_each_entry(src, folios, lru) {
-		bool deferred = folio_mapped(src) && __migrate_range_defer(src);
+		bool deferred = folio_mapped(src) &&
+			!(migrate_folio_info(dst) & MIGRATE_FOLIO_WAS_ROCM) &&
+			__migrate_range_defer(src);
 
 		if (migrate_range_run_step(&run, &done, src, NULL, idx++,
 					   deferred))
 			migrate_range_unmap_timed(&done);
+		dst = list_next_entry(dst, lru);
 	}
 	if (run.nr)
 		migrate_range_unmap_timed(&run);

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * What the range unmap and remap (mm/migrate_range.c) need of the base's
- * rmap and page-table helpers, for Linux 7.3: anon folios are found by
- * their anon pgoff in the anon_vma's rmap tree, migration entries are
- * read as softleaf entries, and a PTE's userfaultfd bit is pte_uffd()
- * (which with UFFD RWP also asks for PAGE_NONE on the way back in).
- * lts/6.12/ holds the same header for 6.12.
+ * What the range unmap and remap (mm/migrate_range.c) and ROCM
+ * (mm/migrate_rocm.c) need of the base's rmap and page-table helpers, for
+ * Linux 7.3: anon folios are found by their anon pgoff in the anon_vma's
+ * rmap tree, migration and device entries are read as softleaf entries,
+ * and a PTE's userfaultfd bit is pte_uffd() (which with UFFD RWP also
+ * asks for PAGE_NONE on the way back in).  lts/6.12/ holds the same
+ * header for 6.12.
  */
 #ifndef _MM_MIGRATE_RANGE_COMPAT_H
 #define _MM_MIGRATE_RANGE_COMPAT_H
@@ -21,6 +22,8 @@
 
 #define migrate_range_anon_foreach(avc, anon_vma, first, last) \
 	anon_rmap_tree_foreach(avc, anon_vma, first, last)
+#define migrate_range_file_foreach(vma, mapping, first, last) \
+	mapping_rmap_tree_foreach(vma, mapping, first, last)
 
 /* Where @vma maps @folio (order 0), or -EFAULT. */
 static inline unsigned long migrate_range_address(struct vm_area_struct *vma,
@@ -75,6 +78,59 @@ static inline pte_t migrate_range_uffd_bits(struct vm_area_struct *vma,
 	if (pte_swp_uffd(old) && userfaultfd_rwp(vma))
 		pte = pte_modify(pte, PAGE_NONE);
 	return pte;
+}
+
+/* What mm/migrate.c recorded of a batch's folio in its destination @dst. */
+static inline unsigned long migrate_folio_info(struct folio *dst)
+{
+	return dst->migrate_info;
+}
+
+#ifdef CONFIG_ARM64
+/* Queue the TLBI of the page at @addr (ROCM's batched breaks). */
+static inline void
+migrate_rocm_tlbbatch_add(struct arch_tlbflush_unmap_batch *batch,
+			  struct mm_struct *mm, unsigned long addr)
+{
+	arch_tlbbatch_add_pending(batch, mm, addr, addr + PAGE_SIZE);
+}
+#endif
+
+/* The tag of a KSM folio's ->mapping */
+#define MIGRATE_MAPPING_KSM	FOLIO_MAPPING_KSM
+/* shmem_file_setup()'s flags for a file that reserves nothing (KUnit) */
+#define MIGRATE_SHMEM_NORESERVE	mk_vma_flags(VMA_NORESERVE_BIT)
+
+/* Does @folio, isolated, belong to a movable_ops driver (not the LRU)? */
+static inline bool migrate_folio_movable_ops(struct folio *folio)
+{
+	return page_has_movable_ops(&folio->page);
+}
+
+/*
+ * ROCM: the uffd bit of the present PTE @old onto its replacement @pte,
+ * with UFFD RWP's PAGE_NONE protection, as remove_migration_pte() gives
+ * it back.
+ */
+static inline pte_t migrate_rocm_uffd_bits(struct vm_area_struct *vma,
+					   pte_t pte, pte_t old)
+{
+	if (!pte_uffd(old))
+		return pte;
+	pte = pte_mkuffd(pte);
+	if (userfaultfd_rwp(vma))
+		pte = pte_modify(pte, PAGE_NONE);
+	return pte;
+}
+
+/* Is the non-present @pte a device-private or device-exclusive entry of @pfn? */
+static inline bool migrate_rocm_device_entry(pte_t pte, unsigned long pfn)
+{
+	softleaf_t entry = softleaf_from_pte(pte);
+
+	return (softleaf_is_device_private(entry) ||
+		softleaf_is_device_exclusive(entry)) &&
+	       softleaf_to_pfn(entry) == pfn;
 }
 
 /* Private nodes (issue 30) are not on 7.3 yet: no folio is fenced. */

@@ -334,7 +334,7 @@ static void rocm_folio_facts(struct folio *src, struct rocm_folio_facts *f)
 {
 	*f = (struct rocm_folio_facts) {
 		.order = folio_order(src),
-		.lru = !__folio_test_movable(src),
+		.lru = !migrate_folio_movable_ops(src),
 		.hugetlb = folio_test_hugetlb(src),
 		.writeback = folio_test_writeback(src),
 		.dirty = folio_test_dirty(src),
@@ -472,11 +472,13 @@ static bool rocm_check_one(struct folio *folio, struct vm_area_struct *vma,
 /*
  * The PTE for @pfn that replaces @old: built from the VMA's protection
  * as remove_migration_pte() does (a NUMA hint's PROT_NONE is not carried
- * over), read-only, keeping @old's young, dirty, soft-dirty and uffd-wp.
+ * over), read-only, keeping @old's young, dirty, soft-dirty and uffd
+ * bits (with UFFD RWP on 7.3, its PAGE_NONE).
  */
-static pte_t rocm_make_pte(pgprot_t prot, unsigned long pfn, pte_t old)
+static pte_t rocm_make_pte(struct vm_area_struct *vma, unsigned long pfn,
+			   pte_t old)
 {
-	pte_t pte = pte_wrprotect(pfn_pte(pfn, prot));
+	pte_t pte = pte_wrprotect(pfn_pte(pfn, READ_ONCE(vma->vm_page_prot)));
 
 	if (!pte_young(old))
 		pte = pte_mkold(pte);
@@ -487,9 +489,7 @@ static pte_t rocm_make_pte(pgprot_t prot, unsigned long pfn, pte_t old)
 		pte = pte_mksoft_dirty(pte);
 	else
 		pte = pte_clear_soft_dirty(pte);
-	if (pte_uffd_wp(old))
-		pte = pte_mkuffd_wp(pte);
-	return pte;
+	return migrate_rocm_uffd_bits(vma, pte, old);
 }
 
 /*
@@ -553,7 +553,7 @@ static void rocm_switch_map(struct rocm_walk *w, struct vm_area_struct *vma,
 	else
 		folio_add_file_rmap_pte(to, &to->page, vma);
 	set_pte_at(mm, addr, ptep,
-		   rocm_make_pte(READ_ONCE(vma->vm_page_prot), folio_pfn(to), old));
+		   rocm_make_pte(vma, folio_pfn(to), old));
 	if (w->inplace && (!w->defer || !rocm_defer_flush(mm, old, addr)))
 		flush_tlb_page(vma, addr);
 	update_mmu_cache(vma, addr, ptep);
@@ -812,7 +812,7 @@ static enum rocm_reason rocm_migrate_mapping(struct address_space *mapping,
 		return folio_ref_count(src) == folio_expected_ref_count(src) + 1 ?
 		       ROCM_OK : ROCM_RACE;
 	switch (folio_migrate_mapping_copied(mapping, dst, src)) {
-	case MIGRATEPAGE_SUCCESS:
+	case 0:
 		return ROCM_OK;
 	case -ESTALE:
 		return ROCM_WRITTEN;
@@ -974,7 +974,7 @@ static struct folio *rocm_pending_from(const struct rocm_pending *p)
 static unsigned long rocm_pending_addr(struct vm_area_struct *vma,
 				       const struct rocm_pending *p)
 {
-	return vma_address(vma, rocm_pending_from(p)->index, 1);
+	return migrate_range_address(vma, rocm_pending_from(p));
 }
 
 /* Retire the old translations of the batch's broken PTEs, then wait once. */
@@ -986,7 +986,7 @@ static void rocm_run_flush_tlb(struct vm_area_struct *vma, struct rocm_run *r)
 	struct arch_tlbflush_unmap_batch batch = {};
 
 	for (k = 0; k < r->npend; k++)
-		arch_tlbbatch_add_pending(&batch, vma->vm_mm,
+		migrate_rocm_tlbbatch_add(&batch, vma->vm_mm,
 					  rocm_pending_addr(vma, &r->pend[k]));
 	arch_tlbbatch_flush(&batch);
 #else
@@ -1028,7 +1028,7 @@ static bool rocm_run_break(struct rocm_run *r, struct vm_area_struct *vma,
 		return false;
 	/* rocm_run_flush() finds the source and the address from @old */
 	VM_WARN_ON_ONCE(pte_pfn(old) != folio_pfn(r->w.from) ||
-			vma_address(vma, r->w.from->index, 1) != addr);
+			migrate_range_address(vma, r->w.from) != addr);
 	rocm_break_entry(vma, addr, ptep, old);
 	r->pend[r->npend++] = (struct rocm_pending) {
 		.ptep = ptep, .old = old, .to = r->w.to,
@@ -1041,14 +1041,7 @@ static bool rocm_run_break(struct rocm_run *r, struct vm_area_struct *vma,
 /* Is non-present @pte a device-private or device-exclusive entry of @src? */
 static bool rocm_run_device_entry(pte_t pte, struct folio *src)
 {
-	swp_entry_t entry;
-
-	if (!is_swap_pte(pte))
-		return false;
-	entry = pte_to_swp_entry(pte);
-	return (is_device_private_entry(entry) ||
-		is_device_exclusive_entry(entry)) &&
-	       swp_offset_pfn(entry) == folio_pfn(src);
+	return migrate_rocm_device_entry(pte, folio_pfn(src));
 }
 
 /* Under the PTL: switch the PTE at @addr if it maps @src, the @i-th. */
@@ -1064,8 +1057,8 @@ static bool rocm_run_pte(struct migrate_range_walk *mw, struct folio *src,
 	if (!pte_present(pte)) {
 		/*
 		 * A device entry for @src is no mapping the switch can take
-		 * (nor one folio_mapped() counts): give up on @src, as the
-		 * per-folio walk does.
+		 * (6.12's folio_mapped() does not count it, 7.3's does):
+		 * give up on @src, as the per-folio walk does.
 		 */
 		if (rocm_run_device_entry(pte, src))
 			r->why[i] = ROCM_CHANGED;
@@ -1134,9 +1127,8 @@ static bool rocm_run_vmas(struct rocm_run *r, struct folio *last,
 	unsigned int n = 0;
 
 	if (folio_test_anon(first)) {
-		anon_vma_interval_tree_foreach(avc,
-					       &folio_anon_vma(first)->rb_root,
-					       first->index, last->index) {
+		migrate_range_anon_foreach(avc, folio_anon_vma(first),
+					   first->index, last->index) {
 			if (migrate_range_writer_waits(sem, n++))
 				return true;
 			if (!rocm_run_vma(r, avc->vma))
@@ -1144,8 +1136,8 @@ static bool rocm_run_vmas(struct rocm_run *r, struct folio *last,
 		}
 		return false;
 	}
-	vma_interval_tree_foreach(vma, &first->mapping->i_mmap, first->index,
-				  last->index) {
+	migrate_range_file_foreach(vma, first->mapping, first->index,
+				   last->index) {
 		if (migrate_range_writer_waits(sem, n++))
 			return true;
 		if (!rocm_run_vma(r, vma))
@@ -1253,6 +1245,139 @@ u64 migrate_rocm_move_run(struct folio *src, struct folio *dst,
 	}
 	migrate_range_count_rocm(nr, hweight64(moved));
 	return moved;
+}
+
+/*
+ * The batch's side: migrate_pages_batch() calls it on both bases.
+ */
+
+/*
+ * Move the @nr ROCM folios from @src on, the batch's @idx-th first, all
+ * recorded with @state and @anon_vma: one alone, a run of them
+ * (vm.migrate_range_unmap) with one rmap walk.  A folio ROCM gives up is
+ * recorded as unmapped (FOLIO_WAS_MAPPED) for migrate_folio_move() to
+ * unmap late (migrate_range_unmap_late()) and remap.  A moved folio's
+ * @dst is live (mapped, and in the page cache if it is a file folio), so
+ * nothing is recorded in it: others read that word without the folio
+ * lock (__find_get_block_slow() reads a block device folio's buffers
+ * under i_private_lock only).  Its bit in rb->moved is set instead, and
+ * the anon_vma reference taken for the unmap, no longer needed, dropped.
+ */
+static void migrate_rocm_batch_run(struct migrate_rocm_batch *rb,
+				   struct migrate_range_run *run, int state,
+				   struct anon_vma *anon_vma)
+{
+	struct migrate_stage_ctx *ctx = migrate_stage_task_ctx();
+	struct folio *dst = run->dst;
+	u64 moved, lost = 0;
+	unsigned int i;
+
+	migrate_stage_rocm_begin(ctx);
+	if (run->nr == 1) {
+		bool dst_lost = false;
+
+		migrate_stage_folio_select(ctx, run->idx);
+		moved = migrate_rocm_move(run->first, dst, &dst_lost);
+		lost = dst_lost;
+	} else {
+		moved = migrate_rocm_move_run(run->first, dst, run->nr, ctx,
+					      run->idx, &lost);
+	}
+	migrate_stage_rocm_done(ctx, run->idx, run->nr, moved);
+	for (i = 0; i < run->nr; i++, dst = list_next_entry(dst, lru)) {
+		/* an undone @dst is off every index: its record is ours */
+		if (lost & BIT_ULL(i)) {
+			rb->rec->record(dst, state | MIGRATE_FOLIO_WAS_MAPPED,
+					anon_vma);
+			continue;
+		}
+		if (!(moved & BIT_ULL(i))) {
+			rb->rec->record(dst, (state & ~MIGRATE_FOLIO_WAS_ROCM) |
+					MIGRATE_FOLIO_WAS_MAPPED, anon_vma);
+			continue;
+		}
+		__set_bit(run->idx + i, rb->moved);
+		rb->nr_moved++;
+		if (anon_vma)
+			put_anon_vma(anon_vma);
+	}
+	run->nr = 0;
+}
+
+/*
+ * May @src, recorded with @state and @anon_vma, join the open ROCM @run,
+ * recorded with @rstate and @ranon?  Its own rules: the page-table side
+ * is migrate_range_run_step()'s.
+ */
+static bool migrate_rocm_fits(struct migrate_range_run *run, int rstate,
+			      struct anon_vma *ranon, struct folio *src,
+			      int state, struct anon_vma *anon_vma)
+{
+	return migrate_range_remap_wanted() && state == rstate &&
+	       anon_vma == ranon && !folio_test_ksm(run->first) &&
+	       !folio_test_ksm(src);
+}
+
+/*
+ * The batch's flush retired every stale TLB entry of the folios that
+ * migrate_rocm_check() took: copy each and switch its mappings, then
+ * flush the switched PTEs once for all before any folio is unlocked or
+ * freed.  Folios of one rmap in index order are switched in runs when
+ * vm.migrate_range_unmap is on.  Each folio's record in its destination
+ * is taken out while ROCM works on it, and put back unless it moved.
+ */
+void __migrate_rocm_batch(struct migrate_rocm_batch *rb,
+			  struct list_head *src_folios,
+			  struct list_head *dst_folios)
+{
+	struct folio *src, *dst = list_first_entry(dst_folios, struct folio, lru);
+	struct migrate_range_run run = {}, done;
+	struct anon_vma *ranon = NULL;
+	unsigned int idx = 0;
+	int rstate = 0;
+	u64 t;
+
+	bitmap_zero(rb->moved, MIGRATE_ROCM_MAX_BATCH);
+	rb->nr_moved = 0;
+	rb->pos = 0;
+	list_for_each_entry(src, src_folios, lru) {
+		struct anon_vma *anon_vma;
+		int state;
+		bool rocm;
+
+		rb->rec->extract(dst, &state, &anon_vma);
+		if (idx >= MIGRATE_ROCM_MAX_BATCH &&
+		    (state & MIGRATE_FOLIO_WAS_ROCM))
+			state ^= MIGRATE_FOLIO_WAS_ROCM | MIGRATE_FOLIO_WAS_MAPPED;
+		rocm = state & MIGRATE_FOLIO_WAS_ROCM;
+		if (rocm && run.nr &&
+		    !migrate_rocm_fits(&run, rstate, ranon, src, state,
+				       anon_vma))
+			migrate_rocm_batch_run(rb, &run, rstate, ranon);
+		if (migrate_range_run_step(&run, &done, src, dst, idx++, rocm))
+			migrate_rocm_batch_run(rb, &done, rstate, ranon);
+		if (run.nr == 1) {	/* @src opened it */
+			rstate = state;
+			ranon = anon_vma;
+		}
+		if (!rocm)
+			rb->rec->record(dst, state, anon_vma);
+		dst = list_next_entry(dst, lru);
+	}
+	if (run.nr)
+		migrate_rocm_batch_run(rb, &run, rstate, ranon);
+	t = migrate_stage_flush_begin();
+	try_to_unmap_flush();
+	migrate_stage_end(MIGRATE_STAGE_FLUSH, t);
+	if (migrate_rocm_debug_checking()) {
+		idx = 0;
+		list_for_each_entry(dst, dst_folios, lru) {
+			if (idx >= MIGRATE_ROCM_MAX_BATCH)
+				break;
+			if (test_bit(idx++, rb->moved))
+				migrate_rocm_debug_moved(dst);
+		}
+	}
 }
 
 #ifdef CONFIG_MIGRATE_ROCM_KUNIT_TEST

@@ -92,7 +92,8 @@ void migrate_range_count_rocm(unsigned int nr, unsigned int moved);
 /* Does a migration entry for the locked, moved @src map it still? */
 bool migrate_range_entries_left(struct folio *src);
 void migrate_range_count_handover(enum migrate_range_handover which);
-void __migrate_range_unmap_batch(struct list_head *folios);
+void __migrate_range_unmap_batch(struct list_head *folios,
+				 struct list_head *dst_folios);
 /* mm/rmap.c: try_to_migrate_one()'s clear of one PTE */
 pte_t migrate_ptep_clear(struct vm_area_struct *vma, unsigned long addr,
 			 pte_t *ptep, enum ttu_flags flags);
@@ -131,10 +132,11 @@ static inline bool migrate_range_remap_ok(struct folio *src,
 }
 
 /* Before the batch's flush: unmap, in runs, what migrate_range_defer() left. */
-static inline void migrate_range_unmap_batch(struct list_head *folios)
+static inline void migrate_range_unmap_batch(struct list_head *folios,
+					     struct list_head *dst_folios)
 {
 	if (static_branch_unlikely(&migrate_range_enabled))
-		__migrate_range_unmap_batch(folios);
+		__migrate_range_unmap_batch(folios, dst_folios);
 }
 
 /* See __migrate_range_unmap_late(). */
@@ -238,7 +240,8 @@ migrate_range_count_handover(enum migrate_range_handover which)
 {
 }
 
-static inline void migrate_range_unmap_batch(struct list_head *folios)
+static inline void migrate_range_unmap_batch(struct list_head *folios,
+					     struct list_head *dst_folios)
 {
 }
 

@@ -15,11 +15,55 @@
 #ifndef _LINUX_MIGRATE_ROCM_H
 #define _LINUX_MIGRATE_ROCM_H
 
+#include <linux/bitmap.h>
 #include <linux/migrate_mode.h>
 #include <linux/pgtable.h>
 #include <linux/types.h>
 
+struct anon_vma;
 struct folio;
+struct list_head;
+
+/*
+ * ROCM moves only the first this many folios of a batch (a bitmap of
+ * them tells migrate_folio_move() which it moved); it gives up those it
+ * checked after them, to the classic path.  Batches are longer only when
+ * NR_MAX_BATCHED_MIGRATION is (arm64 with 16K or 64K pages) or a split
+ * large folio's pages make one.
+ */
+#define MIGRATE_ROCM_MAX_BATCH	512
+
+/*
+ * What mm/migrate.c records of a batch's folio in its destination
+ * (__migrate_folio_record(); in migrate_info on 7.3, ->private on 6.12):
+ * the bits ROCM's batch reads and changes, and the calls that read and
+ * write the record.
+ */
+#define MIGRATE_FOLIO_WAS_MAPPED	BIT(0)
+#ifdef CONFIG_MIGRATE_ROCM
+#define MIGRATE_FOLIO_WAS_ROCM		BIT(2)	/* migrate_rocm_check() took it */
+#else
+#define MIGRATE_FOLIO_WAS_ROCM		0
+#endif
+
+struct migrate_rocm_record {
+	void (*record)(struct folio *dst, int state, struct anon_vma *anon_vma);
+	void (*extract)(struct folio *dst, int *state,
+			struct anon_vma **anon_vma);
+};
+
+/* ROCM's part of one migrate_pages_batch() call. */
+struct migrate_rocm_batch {
+	const struct migrate_rocm_record *rec;
+	unsigned int nr;	/* folios migrate_rocm_check() took */
+#ifdef CONFIG_MIGRATE_ROCM
+	unsigned int nr_moved;	/* of them, moved and not yet seen by the loop */
+	unsigned int pos;	/* the move loop's place in its first pass */
+	DECLARE_BITMAP(moved, MIGRATE_ROCM_MAX_BATCH);
+#endif
+};
+
+#define MIGRATE_ROCM_BATCH_INIT(r)	{ .rec = (r) }
 
 /* Why a folio is not eligible; ROCM_OK when it is. */
 enum rocm_reason {
@@ -125,6 +169,40 @@ int folio_migrate_mapping_copied(struct address_space *mapping,
 /* Does @dst still hold what @src does?  Called with @src frozen. */
 bool migrate_rocm_unchanged(struct folio *dst, struct folio *src);
 
+void __migrate_rocm_batch(struct migrate_rocm_batch *rb,
+			  struct list_head *src_folios,
+			  struct list_head *dst_folios);
+
+/*
+ * After the batch's flush: move the folios that migrate_rocm_check()
+ * took (rb->nr of them) in place; see __migrate_rocm_batch().
+ */
+static inline void migrate_rocm_batch(struct migrate_rocm_batch *rb,
+				      struct list_head *src_folios,
+				      struct list_head *dst_folios)
+{
+	if (rb->nr)
+		__migrate_rocm_batch(rb, src_folios, dst_folios);
+}
+
+/*
+ * The move loop's next folio, in the batch's order: did ROCM move it?
+ * Every folio ROCM moved is finished on the loop's first pass; the loop
+ * passes NULL on the others.
+ */
+static inline bool migrate_rocm_moved(struct migrate_rocm_batch *rb)
+{
+	unsigned int pos;
+
+	if (!rb || !rb->nr_moved)
+		return false;
+	pos = rb->pos++;
+	if (pos >= MIGRATE_ROCM_MAX_BATCH || !test_bit(pos, rb->moved))
+		return false;
+	rb->nr_moved--;
+	return true;
+}
+
 #ifdef CONFIG_MIGRATE_ROCM_DEBUG
 /* Look at moved folios (debugfs migrate_rocm/check_moved, 0 at boot)? */
 bool migrate_rocm_debug_checking(void);
@@ -168,6 +246,17 @@ static inline bool migrate_rocm_move(struct folio *src, struct folio *dst,
 static inline bool migrate_rocm_unchanged(struct folio *dst, struct folio *src)
 {
 	return true;
+}
+
+static inline void migrate_rocm_batch(struct migrate_rocm_batch *rb,
+				      struct list_head *src_folios,
+				      struct list_head *dst_folios)
+{
+}
+
+static inline bool migrate_rocm_moved(struct migrate_rocm_batch *rb)
+{
+	return false;
 }
 #endif
 

@@ -399,6 +399,12 @@ static inline void migrate_stage_move_done(int rc)
 					  ctx->move_pass, rc);
 }
 
+/* The task's innermost context, for code that does not know its batch. */
+static inline struct migrate_stage_ctx *migrate_stage_task_ctx(void)
+{
+	return current->migrate_stage_ctx;
+}
+
 /*
  * For a range unmap or remap run that does not know its batch: the same
  * as migrate_stage_run_begin() and migrate_stage_run_done() on the
@@ -502,6 +508,7 @@ static inline void migrate_stage_run_done(struct migrate_stage_ctx *ctx,
 					  unsigned int idx, unsigned int nr,
 					  u64 t0) { }
 static inline u64 migrate_stage_task_run_begin(void) { return 0; }
+static inline struct migrate_stage_ctx *migrate_stage_task_ctx(void) { return NULL; }
 static inline void migrate_stage_task_run_done(enum migrate_stage stage,
 					       unsigned int idx,
 					       unsigned int nr, u64 t0) { }

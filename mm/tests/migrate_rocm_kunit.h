@@ -265,6 +265,14 @@ static void rocm_test_pte_rules(struct kunit *test)
  * LPA2 clears PTE_SHARED there (those bits are address bits), while the
  * raw PAGE_SHARED still has them.
  */
+static pte_t rocm_test_make_pte_in(pgprot_t prot, unsigned long pfn,
+				   pte_t old)
+{
+	struct vm_area_struct vma = { .vm_page_prot = prot };
+
+	return rocm_make_pte(&vma, pfn, old);
+}
+
 static void rocm_test_make_pte(struct kunit *test)
 {
 	const unsigned long pfn = 0x1234;
@@ -273,33 +281,33 @@ static void rocm_test_make_pte(struct kunit *test)
 	const pgprot_t ro = vm_get_page_prot(VM_READ);
 	pte_t old = pfn_pte(pfn + 1, ro), pte;
 
-	pte = rocm_make_pte(shared, pfn, old);
+	pte = rocm_test_make_pte_in(shared, pfn, old);
 	KUNIT_EXPECT_EQ(test, pfn, pte_pfn(pte));
 	KUNIT_EXPECT_TRUE(test, pte_present(pte));
 	KUNIT_EXPECT_FALSE(test, pte_write(pte));
 
-	pte = rocm_make_pte(ro, pfn, pte_mkold(old));
+	pte = rocm_test_make_pte_in(ro, pfn, pte_mkold(old));
 	KUNIT_EXPECT_FALSE(test, pte_young(pte));
 	KUNIT_EXPECT_FALSE(test, pte_dirty(pte));
-	pte = rocm_make_pte(ro, pfn, pte_mkyoung(pte_mkdirty(old)));
+	pte = rocm_test_make_pte_in(ro, pfn, pte_mkyoung(pte_mkdirty(old)));
 	KUNIT_EXPECT_TRUE(test, pte_young(pte));
 	KUNIT_EXPECT_TRUE(test, pte_dirty(pte));
 	KUNIT_EXPECT_FALSE(test, pte_write(pte));
-	pte = rocm_make_pte(ro, pfn, pte_mksoft_dirty(old));
+	pte = rocm_test_make_pte_in(ro, pfn, pte_mksoft_dirty(old));
 	if (IS_ENABLED(CONFIG_MEM_SOFT_DIRTY))
 		KUNIT_EXPECT_TRUE(test, pte_soft_dirty(pte));
 	/*
 	 * Dirty but not soft-dirty (clear_refs 4 after the write): x86's
 	 * pte_mkdirty() also sets soft-dirty, which must not come back.
 	 */
-	pte = rocm_make_pte(ro, pfn, pte_clear_soft_dirty(pte_mkdirty(old)));
+	pte = rocm_test_make_pte_in(ro, pfn, pte_clear_soft_dirty(pte_mkdirty(old)));
 	KUNIT_EXPECT_TRUE(test, pte_dirty(pte));
 	KUNIT_EXPECT_FALSE(test, pte_soft_dirty(pte));
 #ifdef CONFIG_NUMA_BALANCING
 	/* a NUMA-hinting PTE, made as change_prot_numa() does */
 	old = pte_modify(pfn_pte(pfn + 1, ro), PAGE_NONE);
 	KUNIT_EXPECT_TRUE(test, pte_protnone(old));
-	pte = rocm_make_pte(ro, pfn, old);
+	pte = rocm_test_make_pte_in(ro, pfn, old);
 	KUNIT_EXPECT_FALSE(test, pte_protnone(pte));
 	KUNIT_EXPECT_EQ(test, pfn, pte_pfn(pte));
 #endif
@@ -392,7 +400,8 @@ static unsigned long rocm_test_mmap(struct kunit *test, struct file *file,
 
 /*
  * A KSM folio as the gatherer sees it: ->mapping points at a stable
- * node tagged PAGE_MAPPING_KSM, which makes it anon and not movable_ops.
+ * node tagged as KSM's (PAGE_MAPPING_KSM, 7.3: FOLIO_MAPPING_KSM), which
+ * makes it anon and not movable_ops.
  * So the anon rules apply: PG_dirty does not stop it, no a_ops are
  * looked at (a stable node is no address_space), and it is not
  * exclusive (KSM never makes a page so).  Not mapped: merging needs
@@ -413,7 +422,7 @@ static void rocm_test_facts_ksm(struct kunit *test)
 			kunit_add_action_or_reset(test, rocm_test_put_fake,
 						  folio));
 	folio->mapping = (struct address_space *)
-			 ((unsigned long)&stable_node | PAGE_MAPPING_KSM);
+			 ((unsigned long)&stable_node | MIGRATE_MAPPING_KSM);
 	KUNIT_ASSERT_TRUE(test, folio_test_ksm(folio));
 	folio_set_dirty(folio);
 
@@ -495,7 +504,7 @@ static struct file *rocm_test_shmem_file(struct kunit *test)
 
 	if (!IS_ENABLED(CONFIG_SHMEM))
 		kunit_skip(test, "no tmpfs without CONFIG_SHMEM");
-	file = shmem_file_setup("rocm_kunit", PAGE_SIZE, VM_NORESERVE);
+	file = shmem_file_setup("rocm_kunit", PAGE_SIZE, MIGRATE_SHMEM_NORESERVE);
 	if (IS_ERR(file))
 		kunit_skip(test, "no tmpfs file (%ld)", PTR_ERR(file));
 	KUNIT_ASSERT_EQ(test, 0,
@@ -614,6 +623,42 @@ static void rocm_test_memfd_pin_flag(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, rocm_pin_sealed(file->f_mapping));
 }
 
+/*
+ * The move loop finds the folios ROCM moved by their place in the batch
+ * (migrate_rocm_moved()): each set bit once and in order, nothing once
+ * the last moved one is found (the places after it are never counted),
+ * and nothing on the passes after the first (NULL).
+ */
+static void rocm_test_moved_places(struct kunit *test)
+{
+	static const unsigned int set[] = {
+		0, 2, 63, 64, MIGRATE_ROCM_MAX_BATCH - 1,
+	};
+	struct migrate_rocm_batch *rb;
+	unsigned int i, k = 0;
+
+	rb = kunit_kzalloc(test, sizeof(*rb), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, rb);
+	for (i = 0; i < ARRAY_SIZE(set); i++)
+		__set_bit(set[i], rb->moved);
+	rb->nr_moved = ARRAY_SIZE(set);
+	for (i = 0; i < MIGRATE_ROCM_MAX_BATCH + 8; i++) {
+		bool want = k < ARRAY_SIZE(set) && set[k] == i;
+
+		KUNIT_EXPECT_EQ_MSG(test, want, migrate_rocm_moved(rb),
+				    "place %u", i);
+		k += want;
+	}
+	KUNIT_EXPECT_EQ(test, 0u, rb->nr_moved);
+	KUNIT_EXPECT_EQ(test, (unsigned int)MIGRATE_ROCM_MAX_BATCH, rb->pos);
+
+	/* a later pass sees nothing, whatever the bitmap holds */
+	rb->nr_moved = 1;
+	rb->pos = 0;
+	KUNIT_EXPECT_FALSE(test, migrate_rocm_moved(NULL));
+	KUNIT_EXPECT_TRUE(test, migrate_rocm_moved(rb));
+}
+
 /* Every reason has a name, and out-of-range values do not crash. */
 static void rocm_test_reason_names(struct kunit *test)
 {
@@ -634,6 +679,7 @@ static struct kunit_case rocm_test_cases[] = {
 	KUNIT_CASE(rocm_test_facts_anon),
 	KUNIT_CASE(rocm_test_facts_shmem),
 	KUNIT_CASE(rocm_test_memfd_pin_flag),
+	KUNIT_CASE(rocm_test_moved_places),
 	KUNIT_CASE(rocm_test_reason_names),
 	{}
 };

@@ -318,6 +318,13 @@ static bool make_buf(enum cls c, struct buf *b, char *why)
 		goto fail;
 	}
 	madvise(b->p, bytes, MADV_NOHUGEPAGE);
+	/*
+	 * A file faults in a page at a time: readahead makes large folios
+	 * of 7.3's ext4 page cache, which ROCM leaves to the classic path
+	 * (ROCM_LARGE); the classes are of small folios on both bases.
+	 */
+	if (b->fd >= 0)
+		madvise(b->p, bytes, MADV_RANDOM);
 	if (c == C_ANON_FORK || c == C_ANON_EXCL || c == C_PIPE_REF || c == C_KSM) {
 		for (size_t i = 0; i < b->pages; i++)
 			*(uint64_t *)(b->p + i * page_size) = PATTERN(i);
