@@ -16,7 +16,7 @@ CACHE=${NUMA_MM_CACHE:-$HOME/.cache/numa-mm}
 # overlay does not have yet.  A script's first option `--base B`, or
 # NUMA_MM_BASE=B, picks the base; children inherit it.
 BASES=(7.3 6.12)
-DEFAULT_BASE=6.12	# until the 7.3 port is done: see port-7.3.pending
+DEFAULT_BASE=7.3
 TEST_BASES=(7.3 6.12)	# what scripts/test tests without --base
 PENDING=$REPO/port-7.3.pending
 
