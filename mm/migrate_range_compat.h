@@ -96,6 +96,23 @@ migrate_rocm_tlbbatch_add(struct arch_tlbflush_unmap_batch *batch,
 }
 #endif
 
+/* KUnit: give @pte the uffd bit; test it; give @vma UFFD RWP if it can */
+static inline pte_t migrate_rocm_test_mkuffd(pte_t pte)
+{
+	return pte_mkuffd(pte);
+}
+
+static inline bool migrate_rocm_test_uffd(pte_t pte)
+{
+	return pte_uffd(pte);
+}
+
+static inline bool migrate_rocm_test_set_rwp(struct vm_area_struct *vma)
+{
+	vma_set_flags_mask(vma, VMA_UFFD_RWP);
+	return userfaultfd_rwp(vma);
+}
+
 /* The tag of a KSM folio's ->mapping */
 #define MIGRATE_MAPPING_KSM	FOLIO_MAPPING_KSM
 /* shmem_file_setup()'s flags for a file that reserves nothing (KUnit) */

@@ -314,6 +314,39 @@ static void rocm_test_make_pte(struct kunit *test)
 }
 
 /*
+ * The switched PTE keeps the old one's uffd bit; in a VMA with UFFD
+ * read-write protection (7.3) it also keeps PAGE_NONE, as
+ * remove_migration_pte() gives it back: a readable copy would let the
+ * protected range be read without the fault its monitor waits for.
+ */
+static void rocm_test_uffd_bits(struct kunit *test)
+{
+	const unsigned long pfn = 0x1234;
+	struct vm_area_struct vma = {
+		.vm_page_prot = vm_get_page_prot(VM_READ),
+	};
+	pte_t old = migrate_rocm_test_mkuffd(pfn_pte(pfn + 1, vma.vm_page_prot));
+	pte_t pte;
+
+	if (!migrate_rocm_test_uffd(old))
+		kunit_skip(test, "no userfaultfd bit in this arch's PTEs");
+	pte = rocm_make_pte(&vma, pfn, old);
+	KUNIT_EXPECT_TRUE(test, migrate_rocm_test_uffd(pte));
+	KUNIT_EXPECT_TRUE(test, pte_present(pte));
+	if (!migrate_rocm_test_set_rwp(&vma))
+		kunit_skip(test, "no UFFD read-write protection on this base");
+#ifdef CONFIG_NUMA_BALANCING
+	pte = rocm_make_pte(&vma, pfn, old);
+	KUNIT_EXPECT_TRUE(test, migrate_rocm_test_uffd(pte));
+	KUNIT_EXPECT_TRUE(test, pte_protnone(pte));
+	KUNIT_EXPECT_EQ(test, pfn, pte_pfn(pte));
+	/* without the uffd bit, the VMA's protection as before */
+	pte = rocm_make_pte(&vma, pfn, pfn_pte(pfn + 1, vma.vm_page_prot));
+	KUNIT_EXPECT_FALSE(test, pte_protnone(pte));
+#endif
+}
+
+/*
  * Where the walk stands: on a PMD (no PTE), on a PTE that is no longer
  * present (a migration or device-exclusive entry), on a present PTE.
  */
@@ -674,6 +707,7 @@ static struct kunit_case rocm_test_cases[] = {
 	KUNIT_CASE(rocm_test_folio_rules),
 	KUNIT_CASE(rocm_test_pte_rules),
 	KUNIT_CASE(rocm_test_make_pte),
+	KUNIT_CASE(rocm_test_uffd_bits),
 	KUNIT_CASE(rocm_test_pte_get),
 	KUNIT_CASE(rocm_test_facts_ksm),
 	KUNIT_CASE(rocm_test_facts_anon),

@@ -89,6 +89,22 @@ migrate_rocm_tlbbatch_add(struct arch_tlbflush_unmap_batch *batch,
 }
 #endif
 
+/* KUnit: give @pte the uffd bit; test it; 6.12 has no UFFD RWP */
+static inline pte_t migrate_rocm_test_mkuffd(pte_t pte)
+{
+	return pte_mkuffd_wp(pte);
+}
+
+static inline bool migrate_rocm_test_uffd(pte_t pte)
+{
+	return pte_uffd_wp(pte);
+}
+
+static inline bool migrate_rocm_test_set_rwp(struct vm_area_struct *vma)
+{
+	return false;
+}
+
 /* The tag of a KSM folio's ->mapping */
 #define MIGRATE_MAPPING_KSM	PAGE_MAPPING_KSM
 /* shmem_file_setup()'s flags for a file that reserves nothing (KUnit) */
