@@ -150,10 +150,10 @@ static inline bool migrate_rocm_device_entry(pte_t pte, unsigned long pfn)
 	       softleaf_to_pfn(entry) == pfn;
 }
 
-/* Private nodes (issue 30) are not on 7.3 yet: no folio is fenced. */
+/* A write-fenced folio lands read-only (mm/node_private.c). */
 static inline bool migrate_range_write_fenced(struct folio *folio)
 {
-	return false;
+	return folio_write_fenced(folio);
 }
 
 #endif /* _MM_MIGRATE_RANGE_COMPAT_H */

@@ -36,7 +36,7 @@
 #include <linux/topology.h>
 #include <linux/vmstat.h>
 
-#include "internal.h"
+#include "node_private_compat.h"
 
 DEFINE_STATIC_KEY_FALSE(node_private_key);
 EXPORT_SYMBOL_GPL(node_private_key);
@@ -291,11 +291,12 @@ void node_fence_count_cow(int nid)
 bool node_fence_keeps(int src, struct folio *folio, gfp_t gfp)
 {
 	struct node_fence *nf;
+	bool room;
 	int nid;
 
 	if (!node_private_enabled())
 		return false;
-	nid = next_demotion_node(src);
+	nid = node_private_demotion_target(src);
 	if (nid == NUMA_NO_NODE || !node_write_fenced(nid))
 		return false;
 	if (!folio_test_anon(folio))
@@ -303,9 +304,14 @@ bool node_fence_keeps(int src, struct folio *folio, gfp_t gfp)
 	nf = node_fence_of(nid);
 	if (!nf || node_fence_open(nf))
 		return false;
-	if (!(gfp & __GFP_IO) || !folio_test_swapbacked(folio) ||
-	    mem_cgroup_get_nr_swap_pages(folio_memcg(folio)) <
-	    folio_nr_pages(folio))
+	if (!(gfp & __GFP_IO) || !folio_test_swapbacked(folio))
+		return false;
+	/* The locked folio keeps its memcg; 7.3's folio_memcg() wants RCU. */
+	rcu_read_lock();
+	room = mem_cgroup_get_nr_swap_pages(folio_memcg(folio)) >=
+	       folio_nr_pages(folio);
+	rcu_read_unlock();
+	if (!room)
 		return false;
 	count_vm_events(PGDEMOTE_FENCE_SKIP, folio_nr_pages(folio));
 	return true;
@@ -631,9 +637,8 @@ struct folio *folio_alloc_node_private_noprof(gfp_t gfp, unsigned int order,
 	if (nid < 0 || nid >= MAX_NUMNODES ||
 	    !node_state(nid, N_MEMORY_PRIVATE))
 		return NULL;
-	page = __alloc_pages_zonelist_noprof(gfp | __GFP_COMP | __GFP_THISNODE,
-					     order, nid, NULL,
-					     ALLOC_ZONELIST_PRIVATE);
+	page = node_private_alloc_pages(gfp | __GFP_COMP | __GFP_THISNODE,
+					order, nid, NULL, ALLOC_ZONELIST_PRIVATE);
 	return page_rmappable_folio(page);
 }
 EXPORT_SYMBOL_GPL(folio_alloc_node_private_noprof);
@@ -697,14 +702,6 @@ int node_private_zonelist_order(int local, bool nofallback, int *order)
  * so slab, cpuset and memory tiers never learn about the node; kswapd
  * and kcompactd run only if the owner granted RECLAIM (online_pages()).
  */
-void node_private_check_changes(int nid, struct memory_notify *arg)
-{
-	if (!node_is_private(nid))
-		return;
-	arg->status_change_nid = NUMA_NO_NODE;
-	arg->status_change_nid_normal = NUMA_NO_NODE;
-}
-
 void node_private_set_state(int nid)
 {
 	if (node_is_private(nid))
@@ -959,7 +956,8 @@ static struct page *mpol_private_normal(gfp_t gfp, unsigned int order,
 	nodemask_t normal;
 
 	nodemask = mpol_private_strip(&nid, nodemask, &normal);
-	return __alloc_pages_noprof(gfp, order, nid, nodemask);
+	return node_private_alloc_mpol(gfp, order, nid, nodemask,
+				       ALLOC_ZONELIST_DEFAULT);
 }
 
 /*
@@ -1010,12 +1008,11 @@ struct page *mpol_private_alloc_noprof(gfp_t gfp, unsigned int order,
 	if (pol->mode == MPOL_BIND)
 		nodemask = &pol->nodes;
 	if (!mpol_private_spills(pol->flags, ctx, order))
-		return __alloc_pages_zonelist_noprof(mpol_private_node_gfp(gfp, order),
-						     order, pnid, nodemask,
-						     ALLOC_ZONELIST_PRIVATE);
-	page = __alloc_pages_zonelist_noprof(mpol_private_spill_try(ctx), order,
-					     pnid, nodemask,
-					     ALLOC_ZONELIST_PRIVATE);
+		return node_private_alloc_mpol(mpol_private_node_gfp(gfp, order),
+					       order, pnid, nodemask,
+					       ALLOC_ZONELIST_PRIVATE);
+	page = node_private_alloc_mpol(mpol_private_spill_try(ctx), order,
+				       pnid, nodemask, ALLOC_ZONELIST_PRIVATE);
 	return page ?: mpol_private_normal(gfp, order, nid, NULL);
 }
 

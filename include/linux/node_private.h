@@ -194,8 +194,15 @@ static inline int next_node_with_memory(int nid)
 #define for_each_node_with_memory(nid)					\
 	for ((nid) = next_node_with_memory(-1); (nid) < MAX_NUMNODES;	\
 	     (nid) = next_node_with_memory(nid))
+
+/* Does @nid have memory of either kind (what numa_maps counts)? */
+static inline bool node_has_memory(int nid)
+{
+	return node_state(nid, N_MEMORY) || node_state(nid, N_MEMORY_PRIVATE);
+}
 #else
 #define for_each_node_with_memory(nid)	for_each_node_state(nid, N_MEMORY)
+#define node_has_memory(nid)		node_state(nid, N_MEMORY)
 #endif
 
 /* Each predicate is true for every node that is not private. */

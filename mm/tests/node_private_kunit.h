@@ -391,7 +391,7 @@ static void npk_fence_folios(struct kunit *test, int nid)
 	file = kunit_kzalloc(test, sizeof(*file), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, anon);
 	KUNIT_ASSERT_NOT_NULL(test, file);
-	anon->mapping = (void *)PAGE_MAPPING_ANON;
+	anon->mapping = (void *)NODE_PRIVATE_MAPPING_ANON;
 
 	KUNIT_EXPECT_FALSE(test, node_fence_refuses(nid, anon,
 						     ALLOC_ZONELIST_PRIVATE));

@@ -23,7 +23,8 @@
  *   directed_oom_*     exhausting the node never spills into DRAM
  *   reclaim_on/off     MADV_PAGEOUT swaps the node's folios out (and they
  *                      fault back onto the node intact), kswapd runs and
- *                      nodeN/compact works only with RECLAIM
+ *                      nodeN/compact and nodeN/reclaim work only with
+ *                      RECLAIM
  *   numa_balancing     hint faults of a task on node 0 pull its pages
  *                      off the node only with NUMA_BALANCING
  *   registration_rules, bad_input, state_files, zonelists
@@ -80,6 +81,25 @@ static char *anon_on(int nid, size_t len)
 		return NULL;
 	nu_fill(p, len, 0x5eed);
 	return p;
+}
+
+/* numa_maps' count of @p's pages on @nid ("N<nid>="); -1 if none. */
+static long numa_maps_pages(const char *p, int nid)
+{
+	char buf[1 << 16], key[32], *at, *end, *n;
+
+	if (nu_read_all("/proc/self/numa_maps", buf, sizeof(buf)) < 0)
+		return -1;
+	snprintf(key, sizeof(key), "%lx ", (unsigned long)p);
+	at = strstr(buf, key);
+	if (!at)
+		return -1;
+	end = strchr(at, '\n');
+	if (end)
+		*end = '\0';
+	snprintf(key, sizeof(key), " N%d=", nid);
+	n = strstr(at, key);
+	return n ? atol(n + strlen(key)) : -1;
 }
 
 static long mbind_err(int mode, unsigned long mask)
@@ -205,6 +225,8 @@ TEST_F(pn, user_numa_on)
 	p = nu_anon_bound(len, MPOL_BIND, self->nid, 0xb1d);
 	ASSERT_NE(NULL, p);
 	EXPECT_EQ(npages, nu_pages_on(p, len, self->nid));
+	/* numa_maps counts them on the node, as the rst says */
+	EXPECT_EQ(npages, numa_maps_pages(p, self->nid));
 	EXPECT_EQ(0, move_all(p, len, 0));
 	EXPECT_EQ(npages, nu_pages_on(p, len, 0));
 	EXPECT_EQ(self->nid, move_all(p, len, self->nid));
@@ -723,6 +745,26 @@ static int compact_node(int nid)
 }
 
 /*
+ * Write @amount to nodeN/reclaim (proactive reclaim of one node, new in
+ * Linux 7.3): 0 or -errno; -ENOENT where the kernel has no such file.
+ */
+static int reclaim_node(int nid, const char *amount)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), NODE_SYS "node%d/reclaim", nid);
+	if (access(path, W_OK))
+		return -ENOENT;
+	return nu_write_str(path, amount);
+}
+
+/* nodeN/reclaim did what it could: it is refused only by -EINVAL. */
+static bool reclaim_node_ok(int r)
+{
+	return r == 0 || r == -EAGAIN || r == -ENOENT;
+}
+
+/*
  * MADV_PAGEOUT [p, +len): its pages now swapped out, from pagemap (not
  * pswpout: system-wide, and blind to zswap).
  */
@@ -769,6 +811,7 @@ TEST_F(pn, reclaim_on)
 	EXPECT_TRUE(nu_intact(p, RECLAIM_LEN, 0x7ec1));
 	EXPECT_EQ(pages, nu_pages_on(p, RECLAIM_LEN, self->nid));
 	EXPECT_EQ(0, compact_node(self->nid));
+	EXPECT_TRUE(reclaim_node_ok(reclaim_node(self->nid, "1M")));
 	munmap(p, RECLAIM_LEN);
 }
 
@@ -793,6 +836,12 @@ TEST_F(pn, reclaim_off)
 	EXPECT_EQ(pages, nu_pages_on(p, RECLAIM_LEN, self->nid));
 	EXPECT_TRUE(nu_intact(p, RECLAIM_LEN, 0x7ec1));
 	EXPECT_EQ(-EINVAL, compact_node(self->nid));
+	err = reclaim_node(self->nid, "1M");
+	if (err == -ENOENT)
+		TH_LOG("no nodeN/reclaim on this kernel (before 7.3): not checked");
+	else
+		EXPECT_EQ(-EINVAL, err);
+	EXPECT_EQ(pages, nu_pages_on(p, RECLAIM_LEN, self->nid));
 	/* control: the same on node 0 does swap, so the 0 above means it */
 	dram = nu_anon_bound(RECLAIM_LEN, MPOL_BIND, 0, 0x7ec2);
 	ASSERT_NE(NULL, dram);
