@@ -3,7 +3,7 @@
  * What mm/node_private.c needs from the page allocator, spelled for
  * Linux 7.3: the private zonelists are chosen by an alloc flag
  * (ALLOC_PRIVATE), and mempolicy's allocations are frozen pages.
- * lts/6.12/mm/node_private_compat.h spells the same for 6.12.
+ * The 6.12 backport's copy of this header spells the same for 6.12.
  */
 #ifndef _MM_NODE_PRIVATE_COMPAT_H
 #define _MM_NODE_PRIVATE_COMPAT_H

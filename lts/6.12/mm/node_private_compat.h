@@ -3,7 +3,7 @@
  * What mm/node_private.c needs from the page allocator, spelled for
  * Linux 6.12: the private zonelists are chosen through
  * __alloc_pages_zonelist(), and mempolicy's allocations carry their
- * reference.  mm/node_private_compat.h spells the same for 7.3.
+ * reference.  The 7.3 copy of this header spells the same for 7.3.
  */
 #ifndef _MM_NODE_PRIVATE_COMPAT_H
 #define _MM_NODE_PRIVATE_COMPAT_H
