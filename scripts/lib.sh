@@ -12,13 +12,11 @@ CACHE=${NUMA_MM_CACHE:-$HOME/.cache/numa-mm}
 # 6.12 is the long-term-stable backport: its overlay is the root with
 # lts/6.12/ laid after it, a file there taking the place of the root's
 # file for the same upstream path.  Each base's home holds its BASE pin,
-# base.lock, series/ and results/.  port-7.3.pending names what the 7.3
-# overlay does not have yet.  A script's first option `--base B`, or
-# NUMA_MM_BASE=B, picks the base; children inherit it.
+# base.lock, series/ and results/.  A script's first option `--base B`,
+# or NUMA_MM_BASE=B, picks the base; children inherit it.
 BASES=(7.3 6.12)
 DEFAULT_BASE=7.3
 TEST_BASES=(7.3 6.12)	# what scripts/test tests without --base
-PENDING=$REPO/port-7.3.pending
 
 # select_base ID: read the base's pin and set the paths that follow it.
 select_base() {
@@ -51,7 +49,7 @@ select_base() {
 JOBS=${JOBS:-$(nproc)}
 
 # Paths in the repository that are branch tooling, not kernel content.
-TOOLING_RE='^(scripts/|kunit/|series/|\.ci/|README\.md$|BASE$|base\.lock$|port-[0-9.]+\.pending$|\.gitignore$|results/|lts/[^/]+/(BASE|base\.lock|README\.md)$|lts/[^/]+/(series|results)/)'
+TOOLING_RE='^(scripts/|kunit/|series/|\.ci/|README\.md$|BASE$|base\.lock$|\.gitignore$|results/|lts/[^/]+/(BASE|base\.lock|README\.md)$|lts/[^/]+/(series|results)/)'
 
 _t0=$(date +%s)
 step() { printf '==> [%4ss] %s\n' "$(( $(date +%s) - _t0 ))" "$*" >&2; }
@@ -122,29 +120,14 @@ tcg_path() {
 	printf '%s\n' "$d"
 }
 
-# pending_globs: the root files 7.3 does not get yet ("file GLOB" lines
-# of port-7.3.pending); nothing on other bases.
-pending_globs() {
-	[ "$BASE_ID" = 7.3 ] && [ -f "$PENDING" ] || return 0
-	sed -n 's/^file[[:space:]]\{1,\}\([^[:space:]#]*\).*/\1/p' "$PENDING"
-}
-
-# pending_lines KIND: the other lines of port-7.3.pending (config OPT,
-# test NAME, kunit SUITE) on 7.3; nothing on other bases.
-pending_lines() {
-	[ "$BASE_ID" = 7.3 ] && [ -f "$PENDING" ] || return 0
-	awk -v k="$1" '$1 == k { print $2 }' "$PENDING"
-}
-
 # kunit_frag FILE DIR: the fragment to give kunit.py for the config
 # fragment FILE on the selected base.  FILE itself, unless the base drops
-# options: kunit/drop-BASE lists those it lacks or does not need, and
-# port-7.3.pending's "config" lines those not ported yet; then a copy of
-# FILE without them, written to DIR.
+# options: kunit/drop-BASE lists those it lacks or does not need; then a
+# copy of FILE without them, written to DIR.
 kunit_frag() {
 	local f=$1 dir=$2 drop
-	drop=$({ sed -n 's/^\(CONFIG_[A-Za-z0-9_]*\).*/\1/p' "$REPO/kunit/drop-$BASE_ID" 2>/dev/null
-		 pending_lines config; } | paste -sd'|')
+	drop=$(sed -n 's/^\(CONFIG_[A-Za-z0-9_]*\).*/\1/p' "$REPO/kunit/drop-$BASE_ID" 2>/dev/null |
+		paste -sd'|')
 	if [ -z "$drop" ]; then
 		printf '%s\n' "$f"
 		return 0
@@ -155,25 +138,16 @@ kunit_frag() {
 }
 
 # overlay_files: the repository paths laid on the selected base, in the
-# order of their upstream paths.  The root's files (less the pending ones
-# on 7.3), then the base's lts/ files, which win over the root's for the
-# same upstream path.
+# order of their upstream paths.  The root's files, then the base's lts/
+# files, which win over the root's for the same upstream path.
 overlay_files() {
-	local f globs
-	mapfile -t globs < <(pending_globs)
+	local f
 	git -C "$REPO" ls-files --cached --others --exclude-standard |
 		grep -Ev "$TOOLING_RE" | while read -r f; do
 			[ -f "$REPO/$f" ] || continue
 			case "$f" in
 			lts/*)
 				[ "${f#"$BASE_HOME"/}" != "$f" ] || continue ;;
-			*)
-				local g skip=0
-				for g in "${globs[@]}"; do
-					# shellcheck disable=SC2053
-					[[ $f == $g ]] && skip=1
-				done
-				[ $skip = 0 ] || continue ;;
 			esac
 			printf '%s\t%s\t%s\n' "${f#lts/*/}" "$(upstream_of "$f")" "$f"
 		done | LC_ALL=C sort -u | awk -F'\t' '
