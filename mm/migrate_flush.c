@@ -223,7 +223,7 @@ void migrate_hugetlb_unmap(struct folio *src, enum ttu_flags ttu)
 }
 
 #ifdef CONFIG_SYSCTL
-static struct ctl_table migrate_flush_sysctls[] = {
+static const struct ctl_table migrate_flush_sysctls[] = {
 	{
 		.procname	= "migrate_defer_flush",
 		.data		= &migrate_defer_flush_key.key,

@@ -138,7 +138,7 @@ void __migrate_order_batch(struct list_head *folios)
 }
 
 #ifdef CONFIG_SYSCTL
-static struct ctl_table migrate_order_sysctls[] = {
+static const struct ctl_table migrate_order_sysctls[] = {
 	{
 		.procname	= "migrate_address_order",
 		.data		= &migrate_order_enabled.key,

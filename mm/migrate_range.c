@@ -510,7 +510,7 @@ void migrate_range_count_rocm(unsigned int nr, unsigned int moved)
 }
 
 #ifdef CONFIG_SYSCTL
-static struct ctl_table migrate_range_sysctls[] = {
+static const struct ctl_table migrate_range_sysctls[] = {
 	{
 		.procname	= "migrate_range_unmap",
 		.data		= &migrate_range_enabled.key,

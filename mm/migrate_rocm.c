@@ -174,7 +174,7 @@ static int rocm_sysctl_handler(const struct ctl_table *table, int write,
 	return ret;
 }
 
-static struct ctl_table rocm_sysctls[] = {
+static const struct ctl_table rocm_sysctls[] = {
 	{
 		.procname	= "migrate_rocm",
 		.data		= &sysctl_migrate_rocm,

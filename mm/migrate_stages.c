@@ -851,7 +851,7 @@ static int ms_show(struct seq_file *m, void *v)
 	u64 copy_ns = 0;
 	int st, r;
 
-	sum = kzalloc(sizeof(*sum), GFP_KERNEL);
+	sum = kzalloc_obj(*sum, GFP_KERNEL);
 	if (!sum)
 		return -ENOMEM;
 	mutex_lock(&ms_lock);

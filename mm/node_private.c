@@ -153,7 +153,7 @@ static int node_fence_alloc(int nid)
 
 	if (node_fence_of(nid))
 		return 0;
-	nf = kzalloc(sizeof(*nf), GFP_KERNEL);
+	nf = kzalloc_obj(*nf, GFP_KERNEL);
 	if (!nf)
 		return -ENOMEM;
 	spin_lock_init(&nf->lock);
