@@ -6,7 +6,6 @@
  * folios.  Included from mm/migrate_flush.c.
  */
 #include <kunit/test.h>
-#include <linux/migrate_order.h>	/* FOLIO_MAPPING_ANON on 6.12 */
 
 /* An order-0 anon folio nobody holds: may lead and may follow. */
 static const struct migrate_group_facts mg_plain = { .anon = true };

@@ -7,7 +7,6 @@
  */
 #include <kunit/test.h>
 #include <linux/gfp.h>
-#include <linux/migrate_order.h>	/* FOLIO_MAPPING_* on 6.12 */
 
 /* Stand-ins for two anon_vmas: only their addresses are used. */
 static unsigned long mr_objs[2] __aligned(8);

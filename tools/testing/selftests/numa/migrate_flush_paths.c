@@ -614,7 +614,7 @@ FIXTURE_SETUP(nb)
 	if (nu_read_str(BALANCING, self->was_on, sizeof(self->was_on)) <= 0 ||
 	    nu_read_str(SCAN_DELAY, self->was_delay, sizeof(self->was_delay)) <= 0 ||
 	    nu_read_str(SCAN_MIN, self->was_min, sizeof(self->was_min)) <= 0)
-		NU_SKIP(return, "no %s or %s (CONFIG_NUMA_BALANCING, SCHED_DEBUG)",
+		NU_SKIP(return, "no %s or %s (CONFIG_NUMA_BALANCING, DEBUG_FS, SCHED_DEBUG where it exists)",
 			BALANCING, SCAN_DELAY);
 	if (nu_topo_read(&topo) || topo.nr_eligible < 2 ||
 	    !nu_pick_cpus(cpus, NR_READERS + 1))
