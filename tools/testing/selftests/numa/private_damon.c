@@ -104,20 +104,18 @@ static void damon_off(void)
 	dw(KD "nr_kdamonds", "0");
 }
 
-/* How many times the running scheme has been tried on a region. */
-static long long damon_tried(void)
+/*
+ * A statistic of the running scheme: "nr_tried", the tries on a region,
+ * or "nr_applied", those that moved something (0 where the ops cannot).
+ */
+static long long damon_stat(const char *name)
 {
-	if (dw(KD "0/state", "update_schemes_stats"))
-		return -1;
-	return nu_read_ll(SCHEME "stats/nr_tried");
-}
+	char path[160];
 
-/* How many of those tries moved something (0 where the ops cannot). */
-static long long damon_applied(void)
-{
 	if (dw(KD "0/state", "update_schemes_stats"))
 		return -1;
-	return nu_read_ll(SCHEME "stats/nr_applied");
+	snprintf(path, sizeof(path), SCHEME "stats/%s", name);
+	return nu_read_ll(path);
 }
 
 /* Wait, at most WAIT_SECS, until the scheme was tried TRIES times. */
@@ -126,7 +124,7 @@ static bool damon_wait_tried(void)
 	int i;
 
 	for (i = 0; i < WAIT_SECS * 4; i++) {
-		if (damon_tried() >= TRIES)
+		if (damon_stat("nr_tried") >= TRIES)
 			return true;
 		usleep(250 * 1000);
 	}
@@ -134,10 +132,10 @@ static bool damon_wait_tried(void)
 }
 
 /*
- * Wait, at most @secs, until all @len bytes at @p of task @pid sit on
- * @nid; how many pages do in the end (-1 on error).
+ * Wait, at most WAIT_SECS, until all @len bytes at @p of task @pid sit
+ * on @nid; how many pages do in the end (-1 on error).
  */
-static long wait_on_for(pid_t pid, char *p, size_t len, int nid, int secs)
+static long wait_on(pid_t pid, char *p, size_t len, int nid)
 {
 	long n = len / PAGE, on = -1, i;
 	void **pages = calloc(n, sizeof(*pages));
@@ -146,7 +144,7 @@ static long wait_on_for(pid_t pid, char *p, size_t len, int nid, int secs)
 
 	for (i = 0; pages && status && i < n; i++)
 		pages[i] = p + i * PAGE;
-	for (t = 0; pages && status && t < secs * 4; t++) {
+	for (t = 0; pages && status && t < WAIT_SECS * 4; t++) {
 		if (nu_move_pages(pid, n, pages, NULL, status, 0))
 			break;
 		for (on = 0, i = 0; i < n; i++)
@@ -158,11 +156,6 @@ static long wait_on_for(pid_t pid, char *p, size_t len, int nid, int secs)
 	free(pages);
 	free(status);
 	return on;
-}
-
-static long wait_on(pid_t pid, char *p, size_t len, int nid)
-{
-	return wait_on_for(pid, p, len, nid, WAIT_SECS);
 }
 
 /* The physical span [*start, *end) of this task's [p, p+len). */
@@ -361,7 +354,7 @@ TEST_F_TIMEOUT(pd, vaddr_off_private, 300)
 	ASSERT_TRUE(damon_wait_tried())
 		TH_LOG("DAMON did not try the control %d times in %d s",
 		       TRIES, WAIT_SECS);
-	if (damon_applied() == 0)
+	if (damon_stat("nr_applied") == 0)
 		NU_SKIP(return, "vaddr migrate_cold applied nothing in %d tries: %s",
 			TRIES,
 			"no migrate action in the virtual-address operations");
