@@ -559,9 +559,11 @@ TEST_F_TIMEOUT(pn, directed_oom_bind, 300)
 /*
  * Anonymous churn of @total_mb in 64 MiB steps, holding up to @hold_mb.
  * A write to each page allocates it: filling the pages too would only
- * double the time (TCG) for the same allocations.
+ * double the time (TCG) for the same allocations.  With @leak_nid >= 0,
+ * it stops once that node counts more than @leak_allocs allocations.
  */
-static void churn_anon(size_t total_mb, size_t hold_mb)
+static void churn_anon(size_t total_mb, size_t hold_mb, int leak_nid,
+		       unsigned long long leak_allocs)
 {
 	size_t step = 64, slots = hold_mb / step, done, nr, i, off;
 	char *chunk[256] = { NULL };
@@ -569,6 +571,9 @@ static void churn_anon(size_t total_mb, size_t hold_mb)
 	slots = slots < 1 ? 1 : slots > 256 ? 256 : slots;
 	for (done = 0, nr = 0; done < total_mb; done += step, nr++) {
 		char **slot = &chunk[nr % slots];
+
+		if (leak_nid >= 0 && node_allocs(leak_nid) > leak_allocs)
+			break;
 
 		if (*slot)
 			munmap(*slot, step * MB);
@@ -689,7 +694,7 @@ TEST_F_TIMEOUT(pn, containment, 480)
 
 	pid = fork();
 	if (!pid) {
-		churn_anon(normal * 5 / 4, normal / 2);
+		churn_anon(normal * 5 / 4, normal / 2, -1, 0);
 		_exit(0);
 	}
 	waitpid(pid, NULL, 0);
@@ -725,7 +730,9 @@ TEST_F_TIMEOUT(pn, containment_detects_leak, 240)
 	ASSERT_EQ(0, npt_write("leak", "%d 1", self->nid));
 	pid = fork();
 	if (!pid) {
-		churn_anon(normal_mem_mb() * 5 / 4, normal_mem_mb() / 2);
+		/* until the first allocation lands on the leaking node */
+		churn_anon(normal_mem_mb() * 5 / 4, normal_mem_mb() / 2,
+			   self->nid, allocs);
 		_exit(0);
 	}
 	waitpid(pid, NULL, 0);
@@ -852,31 +859,36 @@ TEST_F(pn, reclaim_off)
 }
 
 /*
- * Without the cap every page stays on the node for NB_OFF_SECS of touching;
- * then, claimed again with it, every page leaves within 90 s.
+ * Without the cap every page stays on the node through NB_OFF_PASSES
+ * scans; then, claimed again with it, every page leaves within 90 s.
  */
 TEST_F_TIMEOUT(pn, numa_balancing, 300)
 {
 	const char *why = balancing_on(self->was_nb, &self->balancing, "1");
 	int cpu = node0_cpu();
-	long placed = 0, left;
-	bool intact = false;
+	struct nb_run run;
 
 	if (why || cpu < 0)
 		NU_SKIP(return, "%s", why ?: "node 0 has no CPU");
 	CLAIM(CAP_USER_NUMA | CAP_HOTUNPLUG, "movable");
-	left = balance_off(self->nid, cpu, NB_OFF_SECS, &placed, &intact);
-	ASSERT_LT(0, placed) TH_LOG("move_pages placed nothing on the node");
-	EXPECT_EQ(placed, left) TH_LOG("moved off a node without the cap");
-	EXPECT_TRUE(intact);
+	ASSERT_TRUE(balance_off(self->nid, cpu, NB_OFF_PASSES, NB_OFF_SECS,
+				&run));
+	ASSERT_LT(0, run.placed) TH_LOG("move_pages placed nothing on the node");
+	EXPECT_EQ(run.placed, run.left) TH_LOG("moved off a node without the cap");
+	EXPECT_TRUE(run.passes < 0 || run.passes >= NB_OFF_PASSES)
+		TH_LOG("balancing scanned %ld times in %.1f s", run.passes,
+		       run.secs);
+	TH_LOG("%ld pages stayed through %ld scans (%.1f s)", run.left,
+	       run.passes, run.secs);
+	EXPECT_TRUE(run.intact);
 	RELEASE();
 
 	CLAIM(CAP_NUMA_BALANCING | CAP_USER_NUMA | CAP_HOTUNPLUG, "movable");
-	left = balance_off(self->nid, cpu, 90, &placed, &intact);
-	ASSERT_LT(0, placed) TH_LOG("move_pages placed nothing on the node");
-	EXPECT_EQ(0, left) TH_LOG("%ld of %ld pages still on node %d",
-				  left, placed, self->nid);
-	EXPECT_TRUE(intact);
+	ASSERT_TRUE(balance_off(self->nid, cpu, 0, 90, &run));
+	ASSERT_LT(0, run.placed) TH_LOG("move_pages placed nothing on the node");
+	EXPECT_EQ(0, run.left) TH_LOG("%ld of %ld pages still on node %d",
+				      run.left, run.placed, self->nid);
+	EXPECT_TRUE(run.intact);
 }
 
 TEST_F(pn, registration_rules)

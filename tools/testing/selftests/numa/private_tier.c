@@ -1076,16 +1076,16 @@ TEST_F_TIMEOUT(pf, demotion_off, 300)
 /*
  * Memory tiering mode: a task on node 0 reading pages that sit on the
  * node (a tier below node 0) gets them promoted there, with the cap; for
- * NB_OFF_SECS without it they stay.  @nb_cap: claim with NUMA_BALANCING.
+ * NB_OFF_PASSES scans without it they stay.  @nb_cap: claim with
+ * NUMA_BALANCING.
  */
 static void promote(struct __test_metadata *_metadata,
 		    FIXTURE_DATA(pf) *self, bool fence, bool nb_cap)
 {
 	long long prom = nu_vmstat("pgpromote_success");
-	long placed = 0, left;
-	bool intact = false;
 	const char *why;
 	int cpu = node0_cpu();
+	struct nb_run run;
 
 	self->claimed = claim(_metadata, self->nid, fence, CAP_RECLAIM |
 			      CAP_DEMOTION | (nb_cap ? CAP_NUMA_BALANCING : 0),
@@ -1096,18 +1096,21 @@ static void promote(struct __test_metadata *_metadata,
 	why = balancing_on(self->was_nb, &self->balancing, "2");
 	if (why || cpu < 0)
 		NU_SKIP(return, "%s", why ?: "node 0 has no CPU");
-	left = balance_off(self->nid, cpu, nb_cap ? 90 : NB_OFF_SECS, &placed, &intact);
-	ASSERT_LT(0, placed) TH_LOG("move_pages placed nothing on the node");
-	EXPECT_TRUE(intact);
+	ASSERT_TRUE(balance_off(self->nid, cpu, nb_cap ? 0 : NB_OFF_PASSES,
+				nb_cap ? 90 : NB_OFF_SECS, &run));
+	ASSERT_LT(0, run.placed) TH_LOG("move_pages placed nothing on the node");
+	EXPECT_TRUE(run.intact);
 	prom = nu_vmstat("pgpromote_success") - prom;
-	TH_LOG("%ld of %ld pages left on node %d, %lld promoted", left,
-	       placed, self->nid, prom);
+	TH_LOG("%ld of %ld pages left on node %d, %lld promoted, %ld scans, %.1f s",
+	       run.left, run.placed, self->nid, prom, run.passes, run.secs);
 	if (nb_cap) {
 		/* Hint faults' promotions, give or take a page */
-		EXPECT_EQ(0, left);
-		EXPECT_GE(prom, placed - placed / 16);
+		EXPECT_EQ(0, run.left);
+		EXPECT_GE(prom, run.placed - run.placed / 16);
 	} else {
-		EXPECT_EQ(placed, left);
+		EXPECT_EQ(run.placed, run.left);
+		EXPECT_TRUE(run.passes < 0 || run.passes >= NB_OFF_PASSES)
+			TH_LOG("balancing scanned %ld times", run.passes);
 	}
 }
 

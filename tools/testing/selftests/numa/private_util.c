@@ -86,49 +86,77 @@ int move_all(char *p, size_t len, int nid)
 	return st;
 }
 
-long balance_off(int nid, int cpu, int secs, long *placed, bool *intact)
+/* This task's full NUMA balancing scans so far; -1 if not shown. */
+static long numa_scan_seq(void)
 {
-	long left = -1, res[3] = { -1, 0, 0 };
+	char buf[8192], *at;
+
+	if (nu_read_all("/proc/self/sched", buf, sizeof(buf)) < 0)
+		return -1;
+	at = strstr(buf, "numa_scan_seq");
+	at = at ? strchr(at, ':') : NULL;
+	return at ? atol(at + 1) : -1;
+}
+
+/* The child of balance_off(): fills @run. */
+static void balance_child(int nid, int cpu, int passes, int secs,
+			  struct nb_run *run)
+{
+	char *p = mmap(NULL, NB_LEN, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	double start = nu_now(), end = start + secs;
+	long seq0, seq;
+
+	nu_pin_cpu(cpu);
+	if (p == MAP_FAILED)
+		return;
+	nu_fill(p, NB_LEN, 0xba1);
+	move_all(p, NB_LEN, nid);
+	run->placed = nu_pages_on(p, NB_LEN, nid);
+	run->left = run->placed;
+	seq0 = numa_scan_seq();
+	seq = seq0;
+	if (passes && seq0 < 0)
+		end = start + NB_OFF_BLIND_SECS;
+	while (run->left > 0 && nu_now() < end &&
+	       (!passes || seq0 < 0 || seq - seq0 < passes)) {
+		/* the scans done before this read */
+		seq = numa_scan_seq();
+		nu_read_pages(p, NB_LEN);
+		run->left = nu_pages_on(p, NB_LEN, nid);
+	}
+	run->passes = seq0 < 0 ? -1 : seq - seq0;
+	run->secs = nu_now() - start;
+	run->intact = nu_intact(p, NB_LEN, 0xba1);
+	/* what NB_OFF_PASSES is measured against */
+	if (run->placed > 0 && !run->left)
+		fprintf(stderr, "# node %d emptied after %.1f s of touching\n",
+			nid, run->secs);
+}
+
+bool balance_off(int nid, int cpu, int passes, int secs, struct nb_run *run)
+{
 	int pipefd[2];
+	bool ok;
 	pid_t pid;
 
+	memset(run, 0, sizeof(*run));
+	run->left = -1;
 	if (pipe(pipefd))
-		return -1;
+		return false;
 	pid = fork();
 	if (!pid) {
-		char *p = mmap(NULL, NB_LEN, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		double start = nu_now(), end = start + secs;
-
-		nu_pin_cpu(cpu);
-		if (p != MAP_FAILED) {
-			nu_fill(p, NB_LEN, 0xba1);
-			move_all(p, NB_LEN, nid);
-			res[2] = nu_pages_on(p, NB_LEN, nid);
-			res[0] = res[2];
-			while (res[0] > 0 && nu_now() < end) {
-				nu_read_pages(p, NB_LEN);
-				res[0] = nu_pages_on(p, NB_LEN, nid);
-			}
-			res[1] = nu_intact(p, NB_LEN, 0xba1);
-			/* what NB_OFF_SECS is measured against */
-			if (res[2] > 0 && !res[0])
-				fprintf(stderr, "# node %d emptied after %.1f s of touching\n",
-					nid, nu_now() - start);
-		}
-		if (write(pipefd[1], res, sizeof(res)) != sizeof(res))
+		balance_child(nid, cpu, passes, secs, run);
+		if (write(pipefd[1], run, sizeof(*run)) != sizeof(*run))
 			_exit(1);
 		_exit(0);
 	}
 	close(pipefd[1]);
-	if (read(pipefd[0], res, sizeof(res)) == sizeof(res)) {
-		left = res[0];
-		*intact = res[1];
-		*placed = res[2];
-	}
+	ok = pid > 0 && read(pipefd[0], run, sizeof(*run)) == sizeof(*run);
 	close(pipefd[0]);
-	waitpid(pid, NULL, 0);
-	return left;
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+	return ok;
 }
 
 const char *balancing_on(char was[3][16], bool *saved, const char *mode)

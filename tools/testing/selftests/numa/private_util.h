@@ -29,11 +29,17 @@
 #define NB_LEN		(1UL << 20)
 /*
  * How long pages must stay on a node whose owner did not grant NUMA
- * balancing.  With the cap, balancing_on()'s settings (scan delay 0,
- * period 10 ms) move them all within about a second, in the TCG guest
- * too: the window is ten times that.
+ * balancing: until a read of every page that followed NB_OFF_PASSES full
+ * scans of the task's address space (numa_scan_seq in /proc/self/sched).
+ * With the cap, balancing_on()'s settings (scan delay 0, period 10 ms)
+ * move them all within the first scan, 0.2-0.5 s in the TCG guest;
+ * without it the scan period backs off and two scans take 1.5-4.5 s.
+ * NB_OFF_SECS bounds the wait; a kernel that does not show the count
+ * gets a window of NB_OFF_BLIND_SECS, ten times the capped case's.
  */
-#define NB_OFF_SECS	10
+#define NB_OFF_PASSES	2
+#define NB_OFF_SECS	30
+#define NB_OFF_BLIND_SECS	10
 
 /* Write a formatted line to a provider file: 0 or -errno. */
 __printf(2, 3) int npt_write(const char *file, const char *fmt, ...);
@@ -55,14 +61,23 @@ const char *balancing_on(char was[3][16], bool *saved, const char *mode);
 void balancing_restore(char was[3][16]);
 /* The first CPU of node 0 (where balanced pages should go); -1: none. */
 int node0_cpu(void);
+/* What balance_off() saw. */
+struct nb_run {
+	long placed;	/* pages move_pages(2) put on the node */
+	long left;	/* of those, pages still there at the end */
+	long passes;	/* full scans of the mm meanwhile; -1: not shown */
+	double secs;	/* how long the pages were read */
+	bool intact;	/* the data survived */
+};
+
 /*
  * In a new process (its mm is scanned at once), pinned to @cpu, with the
- * default policy: put NB_LEN of anon on @nid with move_pages(2) (how many
- * pages landed there in *@placed), then keep reading it for up to @secs
- * seconds or until NUMA balancing moved every page off @nid.  Returns
- * the pages left on @nid (-1 on error), and through @intact whether the
- * data survived.
+ * default policy: put NB_LEN of anon on @nid with move_pages(2), then
+ * keep reading it until NUMA balancing moved every page off @nid, or
+ * (@passes > 0) until a read that followed @passes full scans of the mm
+ * (NB_OFF_BLIND_SECS if the kernel does not show them), for at most
+ * @secs seconds.  Returns false if the process could not report.
  */
-long balance_off(int nid, int cpu, int secs, long *placed, bool *intact);
+bool balance_off(int nid, int cpu, int passes, int secs, struct nb_run *run);
 
 #endif /* __SELFTESTS_NUMA_PRIVATE_UTIL_H */
