@@ -838,11 +838,13 @@ static void set_perf_gate(double busy)
 	 * In a VM the bounds that need long measurements are not applied.
 	 * Faults per touch and local allocation are ratios that a second
 	 * measures as well; a worker starved in every repetition and a
-	 * point without one operation in a whole second still fail.
+	 * point without one operation in a whole second still fail.  The
+	 * control loop only normalises A(k), which is not bounded here.
 	 */
 	if (nu_in_vm() && !opt.force && !opt.timed) {
 		opt.warmup = 0.3;
 		opt.seconds = opt.interval > 1 ? opt.interval : 1;
+		opt.control = false;
 	}
 }
 
