@@ -872,15 +872,30 @@ TEST_F(dm, demotion)
 
 	for (int k = 0; k < 2; k++) {
 		ASSERT_EQ(0, nu_write_str(SYSCTL, k ? "1" : "0"));
-		if (k)
-			ASSERT_EQ(0, move_all_to(_metadata, self->buf, self->home));
-		cool(self->reader);
-		untimed[k] = untimed_batches();
-		ASSERT_EQ(0, nu_count_flushes("demotion", reclaim_fn, self->cg,
-					      &c[k]));
-		untimed[k] = untimed_batches() - untimed[k];
-		low[k] = nu_pages_on(self->buf, LEN, self->low);
-		EXPECT_TRUE(intact(self->buf));
+		/*
+		 * A round from outside the batches (seen once in a few dozen
+		 * runs on a loaded host, stock=8/7 with no untimed batch)
+		 * counts too: a count over the bound is taken again, twice
+		 * at most, and logged.  A path that flushes per folio is
+		 * over it every time.
+		 */
+		for (int tries = 0; ; tries++) {
+			if (k || tries)
+				ASSERT_EQ(0, move_all_to(_metadata, self->buf,
+							 self->home));
+			cool(self->reader);
+			untimed[k] = untimed_batches();
+			ASSERT_EQ(0, nu_count_flushes("demotion", reclaim_fn,
+						      self->cg, &c[k]));
+			untimed[k] = untimed_batches() - untimed[k];
+			low[k] = nu_pages_on(self->buf, LEN, self->low);
+			EXPECT_TRUE(intact(self->buf));
+			if (c[k].rounds <= c[k].batches + untimed[k] || tries == 2)
+				break;
+			TH_LOG("%s: %ld rounds for %ld batches (%ld untimed); counting again",
+			       k ? "deferred" : "stock", c[k].rounds,
+			       c[k].batches, untimed[k]);
+		}
 	}
 	TH_LOG("demoted %ld and %ld of %d pages: stock=%ld/%ld deferred=%ld/%ld (rounds/batches)",
 	       low[0], low[1], NR_PAGES, c[0].rounds, c[0].batches,

@@ -1107,6 +1107,22 @@ static void nu_trace_tally(char *buf, struct nu_event *ev, int n)
 	}
 }
 
+/*
+ * Write the stack and errno that the counted stretch may touch.  The
+ * harness forks every test, so until written they are shared copy on
+ * write with its parent, and the first write copies the page with a
+ * flush of this mm: an IPI round, where a thread of the test runs on
+ * another CPU, that no migration made (stock demotion counted 8 rounds
+ * for 7 batches so, seen in tlb_flush's stack traces).
+ */
+static void __attribute__((noinline)) nu_trace_own_pages(void)
+{
+	char stack[64 << 10];
+
+	explicit_bzero(stack, sizeof(stack));
+	errno = 0;
+}
+
 int nu_trace_count(struct nu_event *ev, int n, long (*fn)(void *arg),
 		   void *arg, long *ret)
 {
@@ -1124,6 +1140,7 @@ int nu_trace_count(struct nu_event *ev, int n, long (*fn)(void *arg),
 		return -1;
 	for (int i = 0; i < n; i++)
 		ev[i].count = 0;
+	nu_trace_own_pages();
 	/*
 	 * Record only while @fn runs: enabling an event can patch code
 	 * (static keys and calls), and text_poke() flushes TLBs.

@@ -572,7 +572,8 @@ static void churn_anon(size_t total_mb, size_t hold_mb, int leak_nid,
 	for (done = 0, nr = 0; done < total_mb; done += step, nr++) {
 		char **slot = &chunk[nr % slots];
 
-		if (leak_nid >= 0 && node_allocs(leak_nid) > leak_allocs)
+		if (leak_nid >= 0 && node_allocs(leak_nid) != ~0ULL &&
+		    node_allocs(leak_nid) > leak_allocs)
 			break;
 
 		if (*slot)
@@ -727,6 +728,7 @@ TEST_F_TIMEOUT(pn, containment_detects_leak, 240)
 
 	CLAIM(CAP_HOTUNPLUG, "movable");
 	allocs = node_allocs(self->nid);
+	ASSERT_NE(~0ULL, allocs);
 	ASSERT_EQ(0, npt_write("leak", "%d 1", self->nid));
 	pid = fork();
 	if (!pid) {
@@ -737,6 +739,7 @@ TEST_F_TIMEOUT(pn, containment_detects_leak, 240)
 	}
 	waitpid(pid, NULL, 0);
 	ASSERT_EQ(0, npt_write("leak", "%d 0", self->nid));
+	ASSERT_NE(~0ULL, node_allocs(self->nid));
 	EXPECT_LT(allocs, node_allocs(self->nid))
 		TH_LOG("broken isolation went unnoticed");
 }

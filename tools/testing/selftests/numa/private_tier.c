@@ -911,11 +911,13 @@ static int tier_of(int nid)
 /*
  * Cold anon on node 0 in a cgroup of our own, then memory.reclaim until
  * half of it left node 0.  The cgroup may not swap (memory.swap.max 0):
- * demotion is the only way out.
+ * demotion is the only way out.  *@t0: when the first reclaim began.
  */
 static char *demote_setup(struct __test_metadata *_metadata, char *cg,
-			  size_t cglen, char *was, size_t waslen, size_t len)
+			  size_t cglen, char *was, size_t waslen, size_t len,
+			  double *t0)
 {
+	char path[PATH_MAX];
 	const char *why;
 	char *p;
 	int i;
@@ -925,19 +927,23 @@ static char *demote_setup(struct __test_metadata *_metadata, char *cg,
 	why = nu_cg_enter("private_tier", cg, cglen);
 	if (why)
 		NU_SKIP(return NULL, "%s", why);
+	snprintf(path, sizeof(path), "%s/memory.swap.max", cg);
+	if (access(path, W_OK))
+		NU_SKIP(return NULL, "no memory.swap.max (swap accounting off)");
 	ASSERT_EQ(0, nu_cg_write(cg, "memory.swap.max", 0));
 	p = nu_anon_bound(len, MPOL_BIND, 0, SEED);
 	ASSERT_NE(NULL, p);
 	ASSERT_EQ((long)(len / PAGE), nu_pages_on(p, len, 0));
+	*t0 = nu_now();
 	for (i = 0; i < 20 && nu_pages_on(p, len, 0) > (long)(len / PAGE / 2);
 	     i++)
 		nu_cg_write(cg, "memory.reclaim", len);
 	return p;
 }
 
-#define DEMOTE_SETUP(len)						\
+#define DEMOTE_SETUP(len, t0)						\
 	demote_setup(_metadata, self->cg, sizeof(self->cg),		\
-		     self->was_demote, sizeof(self->was_demote), len)
+		     self->was_demote, sizeof(self->was_demote), len, t0)
 
 /* Pages demoted by every kind of reclaim (6.12 counts no proactive). */
 static long long demoted_total(void)
@@ -964,32 +970,39 @@ static long long demoted_total(void)
  * churn: the copies match the demotion.  Reclaim with swap open is not
  * (it swaps most of what it demotes out of the node again before the
  * write can copy it: 2100 demoted, 100 copied), so the verdict that
- * closes the node must be the one on the barred demotion of @demoted
- * (nu_now()).  Open swap, let the window end, and return when the next
- * reclaim is due; if the guest was too slow for that (FENCE_DUE_SECS),
- * demote and write again, at most twice.  Return: writes done.
+ * closes the node must be the one on the barred demotion, which ran from
+ * @t0 to @t1.  Its window began 1 s before @t0 at the earliest (a
+ * decision is due at the first demotion 1 s into a window) and at @t1 at
+ * the latest.  Open swap, and return once the next reclaim is due (1.5 s
+ * after @t1) if that is under FENCE_DUE_SECS after @t0; else wait until
+ * the window is surely stale (a verdict on it now would close the node
+ * with swap barred, and the closure would end unseen) and demote and
+ * write again, at most twice.  Return: writes done.
  */
-#define FENCE_DUE_SECS	4
+#define FENCE_DUE_SECS	5
 
 static int fence_due(struct __test_metadata *_metadata, const char *cg,
-		     char *p, size_t len, double demoted)
+		     char *p, size_t len, double t0, double t1)
 {
 	int writes = 0;
 	double late;
 
 	for (;;) {
 		ASSERT_EQ(0, nu_cg_write(cg, "memory.swap.max", 1LL << 40));
-		while (nu_now() < demoted + 1.5)
+		while (nu_now() < t1 + 1.5)
 			usleep(100000);
-		late = nu_now() - demoted;
+		late = nu_now() - t0;
 		if (late < FENCE_DUE_SECS)
 			return writes;
 		ASSERT_LT(writes, 2) TH_LOG("a slow guest: %.1f s from demotion to reclaim",
 					    late);
 		TH_LOG("%.1f s from demotion to reclaim: demoting again", late);
+		while (nu_now() < t1 + 8.5)
+			usleep(100000);
 		ASSERT_EQ(0, nu_cg_write(cg, "memory.swap.max", 0));
+		t0 = nu_now();
 		nu_cg_write(cg, "memory.reclaim", len);
-		demoted = nu_now();
+		t1 = nu_now();
 		write_pages(p, len);
 		writes++;
 	}
@@ -1001,7 +1014,7 @@ TEST_F_TIMEOUT(pf, demotion, 300)
 	long npages = len / PAGE, on, faults;
 	long long cow, skip, d, c, o;
 	int i, writes = 1;
-	double demoted;
+	double t0, t1;
 	char *p;
 
 	if (!CLAIM(CAP_RECLAIM | CAP_DEMOTION, ADIST_SLOW))
@@ -1011,10 +1024,10 @@ TEST_F_TIMEOUT(pf, demotion, 300)
 	/* On now, barred to the cgroup until fence_due(). */
 	ASSERT_EQ(0, nu_swap_on(&self->sw, "/tmp", 64));
 	self->swapped = true;
-	p = DEMOTE_SETUP(len);
+	p = DEMOTE_SETUP(len, &t0);
 	if (!p)
 		return;
-	demoted = nu_now();
+	t1 = nu_now();
 	on = nu_pages_on(p, len, self->nid);
 	TH_LOG("%ld of %ld pages demoted onto node %d", on, npages,
 	       self->nid);
@@ -1039,7 +1052,10 @@ TEST_F_TIMEOUT(pf, demotion, 300)
 	 * anon back and swaps it instead (with no swap the node would stay
 	 * open); a plain one shows no skip in 4 rounds.
 	 */
-	writes += fence_due(_metadata, self->cg, p, len, demoted);
+	if (variant->fence)
+		writes += fence_due(_metadata, self->cg, p, len, t0, t1);
+	else
+		ASSERT_EQ(0, nu_cg_write(self->cg, "memory.swap.max", 1LL << 40));
 	skip = nu_vmstat("pgdemote_fence_skip");
 	for (i = 0; nu_vmstat("pgdemote_fence_skip") == skip && i < 4; i++) {
 		d = demoted_total();
@@ -1060,12 +1076,13 @@ TEST_F_TIMEOUT(pf, demotion, 300)
 TEST_F_TIMEOUT(pf, demotion_off, 300)
 {
 	const size_t len = 16 * MB;
+	double t0;
 	char *p;
 
 	if (!CLAIM(CAP_RECLAIM, ADIST_SLOW))
 		return;
 	EXPECT_EQ(-1, tier_of(self->nid));
-	p = DEMOTE_SETUP(len);
+	p = DEMOTE_SETUP(len, &t0);
 	if (!p)
 		return;
 	EXPECT_EQ(0, nu_pages_on(p, len, self->nid));

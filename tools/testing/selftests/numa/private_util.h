@@ -33,12 +33,13 @@
  * scans of the task's address space (numa_scan_seq in /proc/self/sched).
  * With the cap, balancing_on()'s settings (scan delay 0, period 10 ms)
  * move them all within the first scan, 0.2-0.5 s in the TCG guest;
- * without it the scan period backs off and two scans take 1.5-4.5 s.
- * NB_OFF_SECS bounds the wait; a kernel that does not show the count
- * gets a window of NB_OFF_BLIND_SECS, ten times the capped case's.
+ * without it two scans took 0.6-9.5 s there (each scan's cost, 32 times
+ * over, delays the next: task_numa_work()'s node_stamp).  NB_OFF_SECS
+ * bounds the wait; a kernel that does not show the count gets a window
+ * of NB_OFF_BLIND_SECS, ten times the capped case's.
  */
 #define NB_OFF_PASSES	2
-#define NB_OFF_SECS	30
+#define NB_OFF_SECS	60
 #define NB_OFF_BLIND_SECS	10
 
 /* Write a formatted line to a provider file: 0 or -errno. */
