@@ -67,13 +67,35 @@ as_root() {
 	fi
 }
 
-# need_pkgs PKG... : apt-get install whatever is missing.
-need_pkgs() {
-	local missing=() p
+# with_apt_lock CMD...: CMD holding $CACHE/.apt.lock.  scripts/test builds
+# one base in the background while it tests another, and apt-get gives
+# up at once on dpkg's lock instead of waiting for it: every apt change
+# of ours goes through this lock.
+with_apt_lock() {
+	mkdir -p "$CACHE"
+	( flock 8 && "$@" ) 8>"$CACHE/.apt.lock"
+}
+
+# missing_pkgs PKG...: those not installed, one a line.
+missing_pkgs() {
+	local p
 	for p in "$@"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
-			missing+=("$p")
+			printf '%s\n' "$p"
 	done
+}
+
+# need_pkgs PKG... : apt-get install whatever is missing.
+need_pkgs() {
+	[ -n "$(missing_pkgs "$@")" ] || return 0
+	with_apt_lock install_pkgs "$@"
+}
+
+# install_pkgs PKG...: need_pkgs under the apt lock (what is missing is
+# looked up again: a job beside this one may have installed it meanwhile).
+install_pkgs() {
+	local missing
+	mapfile -t missing < <(missing_pkgs "$@")
 	[ ${#missing[@]} -eq 0 ] && return 0
 	step "installing packages: ${missing[*]}"
 	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y \
@@ -87,6 +109,10 @@ need_pkgs() {
 
 # Debian's arm64 packages (busybox, libnuma for the cross-built selftests).
 ensure_arm64_arch() {
+	dpkg --print-foreign-architectures | grep -qx arm64 && return 0
+	with_apt_lock add_arm64_arch
+}
+add_arm64_arch() {
 	dpkg --print-foreign-architectures | grep -qx arm64 && return 0
 	step "adding Debian's arm64 architecture (multiarch)"
 	as_root dpkg --add-architecture arm64
