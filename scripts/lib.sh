@@ -56,6 +56,20 @@ step() { printf '==> [%4ss] %s\n' "$(( $(date +%s) - _t0 ))" "$*" >&2; }
 info() { printf '    %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
+# own_session CMD... &: CMD in a session and process group of its own,
+# whose ID is $! (`kill -- -$!` stops it whole), as `setsid -w CMD &`
+# does, at this session's CPU weight.  With sched_autogroup_enabled a new
+# session is a new autogroup, which competes with every other as an equal
+# whatever the policy or nice of its tasks: the new one gets this one's
+# autogroup nice, so that a job of scripts/test's idle chain does not
+# escape it.  Only in the background: it execs.
+own_session() {
+	local nice
+	nice=$(sed -n 's/.* nice \(-\{0,1\}[0-9]*\)$/\1/p' "/proc/$BASHPID/autogroup" 2>/dev/null || true)
+	exec setsid -w bash -c '[ -z "$1" ] || echo "$1" >"/proc/$$/autogroup" 2>/dev/null || true
+		shift; exec "$@"' own_session "$nice" "$@"
+}
+
 # Run a command as root: directly when we are root, through sudo otherwise.
 as_root() {
 	if [ "$(id -u)" = 0 ]; then
