@@ -56,6 +56,23 @@ step() { printf '==> [%4ss] %s\n' "$(( $(date +%s) - _t0 ))" "$*" >&2; }
 info() { printf '    %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
+# cpu_children: sets CPU_CHILDREN to the CPU seconds (user + system) of
+# the children this shell has waited for so far (stat(5) cutime and
+# cstime).  It reads /proc without a fork, so it counts the calling
+# shell's children, not a subshell's.  Two calls' difference is what ran
+# between them, the way to see where a run's CPU time goes.
+CLK_HZ=$(getconf CLK_TCK 2>/dev/null || echo 100)
+cpu_children() {
+	local stat st
+	read -r stat <"/proc/$BASHPID/stat"
+	read -ra st <<<"${stat##*) }"	# st[0] is field 3, after "pid (comm)"
+	CPU_CHILDREN=$(( (st[13] + st[14]) / CLK_HZ ))
+}
+# cpu_mark, then cpu_since: sets CPU_SINCE to the CPU seconds of the
+# children waited for in between (a variable: $(...) would be a subshell).
+cpu_mark() { cpu_children; _cpu_mark=$CPU_CHILDREN; }
+cpu_since() { cpu_children; CPU_SINCE=$(( CPU_CHILDREN - ${_cpu_mark:-0} )); }
+
 # own_session CMD... &: CMD in a session and process group of its own,
 # whose ID is $! (`kill -- -$!` stops it whole), as `setsid -w CMD &`
 # does, at this session's CPU weight.  With sched_autogroup_enabled a new
