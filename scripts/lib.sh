@@ -56,22 +56,36 @@ step() { printf '==> [%4ss] %s\n' "$(( $(date +%s) - _t0 ))" "$*" >&2; }
 info() { printf '    %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
-# cpu_children: sets CPU_CHILDREN to the CPU seconds (user + system) of
-# the children this shell has waited for so far (stat(5) cutime and
-# cstime).  It reads /proc without a fork, so it counts the calling
-# shell's children, not a subshell's.  Two calls' difference is what ran
-# between them, the way to see where a run's CPU time goes.
+# cpu_ticks: sets CPU_TICKS to the user and system time, in clock ticks,
+# of this shell's children that have ended (stat(5) cutime and cstime).
+# A child counts from when the shell reaps it, which bash does as soon as
+# it exits, whatever the shell is doing then: a difference of two calls
+# is a command's time only if no other child ended in between (cpu_of).
+# Reads /proc without a fork, which a $(...) would be; 0 without /proc.
+# Exported, with CLK_HZ, for the `bash -c` bodies of scripts/test.
 CLK_HZ=$(getconf CLK_TCK 2>/dev/null || echo 100)
-cpu_children() {
+cpu_ticks() {
 	local stat st
-	read -r stat <"/proc/$BASHPID/stat"
+	{ read -r stat <"/proc/$BASHPID/stat"; } 2>/dev/null || { CPU_TICKS=0; return 0; }
 	read -ra st <<<"${stat##*) }"	# st[0] is field 3, after "pid (comm)"
-	CPU_CHILDREN=$(( (st[13] + st[14]) / CLK_HZ ))
+	CPU_TICKS=$(( st[13] + st[14] ))
 }
-# cpu_mark, then cpu_since: sets CPU_SINCE to the CPU seconds of the
-# children waited for in between (a variable: $(...) would be a subshell).
-cpu_mark() { cpu_children; _cpu_mark=$CPU_CHILDREN; }
-cpu_since() { cpu_children; CPU_SINCE=$(( CPU_CHILDREN - ${_cpu_mark:-0} )); }
+export CLK_HZ
+export -f cpu_ticks
+# cpu_of FILE CMD...: CMD in a subshell, whose only children are CMD's;
+# writes the CPU seconds they took to FILE, returns CMD's status.
+cpu_of() {
+	local file=$1
+	shift
+	(
+		cpu_ticks
+		t0=$CPU_TICKS rc=0
+		"$@" || rc=$?
+		cpu_ticks
+		echo $(( (CPU_TICKS - t0) / CLK_HZ )) >"$file"
+		exit $rc
+	)
+}
 
 # own_session CMD... &: CMD in a session and process group of its own,
 # whose ID is $! (`kill -- -$!` stops it whole), as `setsid -w CMD &`
