@@ -61,17 +61,25 @@ die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 # A child counts from when the shell reaps it, which bash does as soon as
 # it exits, whatever the shell is doing then: a difference of two calls
 # is a command's time only if no other child ended in between (cpu_of).
-# Reads /proc without a fork, which a $(...) would be; 0 without /proc.
+# Reads /proc without a fork, which a $(...) would be; empty without /proc.
 # Exported, with CLK_HZ, for the `bash -c` bodies of scripts/test.
 CLK_HZ=$(getconf CLK_TCK 2>/dev/null || echo 100)
 cpu_ticks() {
 	local stat st
-	{ read -r stat <"/proc/$BASHPID/stat"; } 2>/dev/null || { CPU_TICKS=0; return 0; }
-	read -ra st <<<"${stat##*) }"	# st[0] is field 3, after "pid (comm)"
+	{ read -r stat <"/proc/$BASHPID/stat"; } 2>/dev/null || { CPU_TICKS=; return 0; }
+	IFS=' ' read -ra st <<<"${stat##*) }"	# st[0] is field 3, after "pid (comm)"
 	CPU_TICKS=$(( st[13] + st[14] ))
 }
 export CLK_HZ
 export -f cpu_ticks
+# cpu_secs T0: sets CPU_SECS to the CPU seconds of the children ended
+# since cpu_ticks read T0, or to ? without /proc.
+cpu_secs() {
+	cpu_ticks
+	CPU_SECS='?'
+	[ -z "$1" ] || [ -z "$CPU_TICKS" ] || CPU_SECS=$(( (CPU_TICKS - $1) / CLK_HZ ))
+}
+export -f cpu_secs
 # cpu_of FILE CMD...: CMD in a subshell, whose only children are CMD's;
 # writes the CPU seconds they took to FILE, returns CMD's status.
 cpu_of() {
@@ -81,8 +89,8 @@ cpu_of() {
 		cpu_ticks
 		t0=$CPU_TICKS rc=0
 		"$@" || rc=$?
-		cpu_ticks
-		echo $(( (CPU_TICKS - t0) / CLK_HZ )) >"$file"
+		cpu_secs "$t0"
+		{ echo "$CPU_SECS" >"$file"; } 2>/dev/null || true
 		exit $rc
 	)
 }
